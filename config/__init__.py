@@ -1,0 +1,4 @@
+"""Project configuration; exposes the Celery app so shared_task binds to it."""
+from .celery_app import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,1 @@
+"""Settings package: base, local (embedded demo), test and production."""

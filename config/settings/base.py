@@ -1,0 +1,194 @@
+"""Settings shared by every environment; everything deployment-specific comes from the environment."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from .env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = Path(env_str("RECONCILE_VAR_DIR", str(BASE_DIR / "var")))
+
+# https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key
+SECRET_KEY = env_str("SECRET_KEY", "insecure-dev-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# Tokens and private keys are encrypted at rest with Fernet keys; the first encrypts,
+# all decrypt, so keys can be rotated by prepending a new one.
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    # Order follows the pipeline; imports flow downward only.
+    "reconcile_app.core",
+    "reconcile_app.audit",
+    "reconcile_app.smart",
+    "reconcile_app.fhir",
+    "reconcile_app.sandbox",
+    "reconcile_app.transcripts",
+    "reconcile_app.narrative",
+    "reconcile_app.reconciliation",
+    "reconcile_app.triage",
+    "reconcile_app.evaluation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "reconcile_app.core.middleware.RequestIdMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "reconcile_app.core.middleware.FrameAncestorsMiddleware",
+    "reconcile_app.core.middleware.LoginRequiredMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "reconcile_app.core.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+# https://docs.djangoproject.com/en/5.2/ref/settings/#databases
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'reconcile.sqlite3'}"),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the embedded worker write while the web process reads.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "core:login"
+LOGIN_REDIRECT_URL = "core:home"
+LOGOUT_REDIRECT_URL = "core:login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# Sessions and cookies. Inside an EHR iframe the cookies must be SameSite=None, which
+# browsers only accept with Secure; production turns both on (see production.py).
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "SAMEORIGIN"  # replaced per response by FrameAncestorsMiddleware
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# https://docs.celeryq.dev/en/stable/userguide/configuration.html
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+CELERY_RESULT_BACKEND = None  # results live in our own tables; nothing clinical rests in Redis
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 15 * 60)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 14 * 60)
+CELERY_TASK_ACKS_LATE = True  # safe because every task is idempotent on a unique constraint
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_BEAT_SCHEDULE: dict = {
+    "triage-escalate-sla-breaches": {
+        "task": "reconcile_app.triage.tasks.sla_escalate_task",
+        "schedule": 300.0,
+    },
+    "core-worker-heartbeat": {
+        "task": "reconcile_app.core.tasks.heartbeat_task",
+        "schedule": 60.0,
+    },
+}
+
+# Engines (swappable behind an interface chosen by setting).
+EXTRACTION_ENGINE = env_str("EXTRACTION_ENGINE", "rules")
+RECONCILIATION_ENGINE = env_str("RECONCILIATION_ENGINE", "rules")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")
+OPENAI_MODEL = env_str("OPENAI_MODEL", "gpt-4o")
+OPENAI_TIMEOUT_SECONDS = env_int("OPENAI_TIMEOUT_SECONDS", 60)
+OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 2)
+
+# SMART on FHIR.
+SMART_SANDBOX_ENABLED = env_bool("SMART_SANDBOX_ENABLED", False)
+SMART_HTTP_TIMEOUT_SECONDS = env_int("SMART_HTTP_TIMEOUT_SECONDS", 15)
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
+
+# Transcript import limits.
+TRANSCRIPT_MAX_BYTES = env_int("TRANSCRIPT_MAX_BYTES", 5 * 1024 * 1024)
+
+# https://docs.djangoproject.com/en/5.2/topics/email/
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "reconcile@localhost")
+
+# Logs carry ids only; the PHI filter is a second line of defence that drops message args.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {
+        "request_id": {"()": "reconcile_app.core.logging.RequestIdFilter"},
+    },
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Request logs include full URLs; ours carry no PHI, but keep them at WARNING.
+        "django.request": {"level": "WARNING"},
+        "django.server": {"level": "WARNING"},
+    },
+}
+LOGIN_URL_PATH = "/login/"

@@ -1,0 +1,18 @@
+"""Test settings: fast hashing, in-memory email, eager tasks unless a real broker is given."""
+from .base import *  # noqa: F403
+from .base import env_str
+
+DEBUG = False
+SMART_SANDBOX_ENABLED = True
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+FIELD_ENCRYPTION_KEYS = ["5Qw3H2bXrVHc3mYxEhvfv3nq1b0uYQyC6m8WJ6Hq3aM="]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Without a broker the pipeline runs eagerly in-process; with one (CI), the `services`
+# tests send real messages to a real worker.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
+CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL")
+CELERY_TASK_EAGER_PROPAGATES = True

@@ -1,0 +1,1 @@
+"""reconcile: dual-stream (clinical record + coaching narrative) reconciliation, one small app per domain."""

@@ -1,0 +1,1 @@
+"""Cross-cutting pieces: roles, request context, errors, encrypted fields, health."""

@@ -1,0 +1,1 @@
+"""The narrative stream: memories extracted from patient turns, as deltas with provenance."""

@@ -1,0 +1,1 @@
+"""Reconciliation: every memory checked against the clinical stream, giving findings with citations."""

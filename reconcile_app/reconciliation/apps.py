@@ -1,0 +1,7 @@
+"""App config for reconciliation."""
+from django.apps import AppConfig
+
+
+class ReconciliationConfig(AppConfig):
+    name = "reconcile_app.reconciliation"
+    label = "reconciliation"

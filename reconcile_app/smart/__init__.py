@@ -1,0 +1,1 @@
+"""SMART on FHIR: EHR registrations, launches (EHR and standalone), tokens, Backend Services."""

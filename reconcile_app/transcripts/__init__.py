@@ -1,0 +1,1 @@
+"""Coaching transcripts: parsing, validated all-or-nothing import, patient matching, consent withdrawal."""
