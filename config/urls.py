@@ -11,6 +11,8 @@ urlpatterns = [
     path("memories/", include("reconcile_app.narrative.urls")),
     path("findings/", include("reconcile_app.reconciliation.urls")),
     path("triage/", include("reconcile_app.triage.urls")),
+    path("cds-services", include("reconcile_app.triage.cds_urls")),
+    path("api/", include("reconcile_app.transcripts.api_urls")),
     path("django-admin/", admin.site.urls),
 ]
 if settings.SMART_SANDBOX_ENABLED:

@@ -1,0 +1,5 @@
+"""REST API for coaching platforms (token-authenticated)."""
+from django.urls import path  # noqa: F401
+
+app_name = "api"
+urlpatterns: list = []
