@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "reconcile_app.reconciliation",
     "reconcile_app.triage",
     "reconcile_app.evaluation",
+    "reconcile_app.demo",
 ]
 
 MIDDLEWARE = [
