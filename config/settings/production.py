@@ -28,3 +28,6 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+# The app is meant to be framed by EHRs: FrameAncestorsMiddleware sends a CSP frame-ancestors
+# list built from the registrations, which supersedes X-Frame-Options (W002).
+SILENCED_SYSTEM_CHECKS = ["security.W002"]
