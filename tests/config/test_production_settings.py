@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ def _check(env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_deploy_check_reports_no_issues_with_the_required_environment():
     result = _check({
-        "SECRET_KEY": "x" * 60,
+        "SECRET_KEY": secrets.token_urlsafe(50),
         "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test",
         "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
         "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
@@ -32,7 +33,7 @@ def test_deploy_check_reports_no_issues_with_the_required_environment():
 
 def test_production_refuses_sqlite():
     result = _check({
-        "SECRET_KEY": "x" * 60,
+        "SECRET_KEY": secrets.token_urlsafe(50),
         "DATABASE_URL": "sqlite:////tmp/x.sqlite3",
         "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
         "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
