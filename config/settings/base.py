@@ -53,7 +53,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "reconcile_app.core.middleware.FrameAncestorsMiddleware",
+    "reconcile_app.smart.middleware.FrameAncestorsMiddleware",
     "reconcile_app.core.middleware.LoginRequiredMiddleware",
 ]
 

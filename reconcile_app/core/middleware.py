@@ -1,4 +1,4 @@
-"""Request id, frame-ancestors policy for EHR iframes, and login-by-default."""
+"""Request id and login-by-default."""
 from __future__ import annotations
 
 import secrets
@@ -32,32 +32,6 @@ class RequestIdMiddleware:
         finally:
             request_id_var.reset(token)
         response["X-Request-Id"] = rid
-        return response
-
-
-def frame_ancestors() -> list[str]:
-    """Origins allowed to frame the app: the registered EHRs (plus ourselves)."""
-    from reconcile_app.smart.selectors import registration_frame_ancestors
-
-    return ["'self'", *registration_frame_ancestors()]
-
-
-class FrameAncestorsMiddleware:
-    """CSP frame-ancestors from the EHR registrations replaces the blunt X-Frame-Options."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        if "Content-Security-Policy" not in response:
-            ancestors = " ".join(frame_ancestors())
-            response["Content-Security-Policy"] = (
-                "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-                f"script-src 'self'; frame-ancestors {ancestors}"
-            )
-        if "X-Frame-Options" in response:
-            del response["X-Frame-Options"]
         return response
 
 
