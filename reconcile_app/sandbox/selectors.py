@@ -1,0 +1,90 @@
+"""Sandbox EHR reads: resources, searches, the patient and practitioner lists, tokens by bearer value."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.db.models import QuerySet
+
+from .models import SandboxClient, SandboxResource, SandboxToken
+
+
+def sandbox_resource_get(*, resource_type: str, fhir_id: str) -> SandboxResource | None:
+    return SandboxResource.objects.filter(resource_type=resource_type, fhir_id=fhir_id).first()
+
+
+def sandbox_resource_search(
+    *, resource_type: str, patient_id: str | None, fhir_id: str | None = None
+) -> QuerySet[SandboxResource]:
+    """One type, optionally within one patient's compartment, in load order (stable for paging)."""
+    rows = SandboxResource.objects.filter(resource_type=resource_type)
+    if patient_id is not None:
+        rows = rows.filter(patient_id=patient_id)
+    if fhir_id is not None:
+        rows = rows.filter(fhir_id=fhir_id)
+    return rows.order_by("id")
+
+
+def sandbox_client_get(*, client_id: str) -> SandboxClient | None:
+    return SandboxClient.objects.filter(client_id=client_id).first() if client_id else None
+
+
+def sandbox_access_token_get(*, token: str) -> SandboxToken | None:
+    """The access-token row for a bearer value, expired or not (the caller decides how to answer)."""
+    token_hash = hashlib.sha256(token.encode()).hexdigest()
+    return (
+        SandboxToken.objects.select_related("client")
+        .filter(kind=SandboxToken.Kind.ACCESS, token_hash=token_hash).first()
+    )
+
+
+@dataclass(frozen=True)
+class PersonRow:
+    fhir_id: str
+    name: str
+    sex: str = ""
+    age: int | None = None
+    birth_date: str = ""
+
+
+def _human_name(resource: dict[str, Any]) -> str:
+    for name in resource.get("name") or []:
+        if name.get("text"):
+            return str(name["text"])
+        given = " ".join(name.get("given") or [])
+        prefix = " ".join(name.get("prefix") or [])
+        full = " ".join(p for p in (prefix, given, name.get("family", "")) if p)
+        if full:
+            return full
+    return resource.get("id", "")
+
+
+def _age(birth_date: str, today: date) -> int | None:
+    try:
+        born = date.fromisoformat(birth_date[:10])
+    except ValueError:
+        return None
+    return today.year - born.year - ((today.month, today.day) < (born.month, born.day))
+
+
+def sandbox_patient_list(*, today: date | None = None) -> list[PersonRow]:
+    today = today or date.today()
+    rows = []
+    for resource in SandboxResource.objects.filter(resource_type="Patient").order_by("fhir_id").values_list("json", flat=True):
+        birth = str(resource.get("birthDate", ""))
+        rows.append(PersonRow(
+            fhir_id=str(resource["id"]), name=_human_name(resource), sex=str(resource.get("gender", "")),
+            age=_age(birth, today) if birth else None, birth_date=birth,
+        ))
+    return sorted(rows, key=lambda r: r.name)
+
+
+def sandbox_practitioner_list() -> list[PersonRow]:
+    resources = SandboxResource.objects.filter(resource_type="Practitioner").order_by("fhir_id").values_list("json", flat=True)
+    return sorted((PersonRow(fhir_id=str(r["id"]), name=_human_name(r)) for r in resources), key=lambda r: r.name)
+
+
+def sandbox_patient_get(*, fhir_id: str) -> PersonRow | None:
+    return next((p for p in sandbox_patient_list() if p.fhir_id == fhir_id), None)
