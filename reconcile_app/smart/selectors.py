@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db.utils import DatabaseError
 
-from .models import EhrRegistration
+from .models import EhrRegistration, SmartLaunch
 
 
 def registration_frame_ancestors() -> list[str]:
@@ -17,3 +17,19 @@ def registration_frame_ancestors() -> list[str]:
 
 def registration_get_by_iss(*, iss: str) -> EhrRegistration | None:
     return EhrRegistration.objects.filter(iss=iss.rstrip("/"), active=True).first()
+
+
+def registration_list() -> list[EhrRegistration]:
+    return list(EhrRegistration.objects.order_by("name"))
+
+
+def registration_list_launchable() -> list[EhrRegistration]:
+    """EHRs a standalone launch may start against."""
+    return list(EhrRegistration.objects.filter(active=True).order_by("name"))
+
+
+def launch_for_session(*, launch_id: int | None, user: object) -> SmartLaunch | None:
+    """The launch bound to this browser session, only if it belongs to the signed-in user."""
+    if not launch_id:
+        return None
+    return SmartLaunch.objects.select_related("registration").filter(pk=launch_id, user=user).first()

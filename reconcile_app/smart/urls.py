@@ -1,5 +1,17 @@
-"""URLs for smart."""
-from django.urls import path  # noqa: F401
+"""URLs for smart: the launch endpoints are public (the namespace is), the registration pages admin-only."""
+from django.urls import path
+
+from . import views
 
 app_name = "smart"
-urlpatterns: list = []
+urlpatterns = [
+    path("launch", views.launch, name="launch"),
+    path("standalone/", views.standalone, name="standalone"),
+    path("callback", views.callback, name="callback"),
+    path("launch-again/", views.launch_again, name="launch_again"),
+    path("jwks", views.jwks, name="jwks"),
+    path("registrations/", views.registration_list_view, name="registration_list"),
+    path("registrations/new/", views.registration_edit, name="registration_create"),
+    path("registrations/<int:pk>/", views.registration_edit, name="registration_edit"),
+    path("registrations/<int:pk>/discover/", views.registration_discover, name="registration_discover"),
+]

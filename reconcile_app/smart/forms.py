@@ -1,0 +1,85 @@
+"""Forms of the SMART pages: every GET parameter and every admin field is validated here."""
+from __future__ import annotations
+
+from typing import Any
+
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from django import forms
+
+from .models import EhrRegistration
+
+
+class LaunchForm(forms.Form):
+    """`/smart/launch?iss=&launch=` as the EHR sends it."""
+
+    iss = forms.URLField(max_length=400)
+    launch = forms.CharField(max_length=2000)
+
+
+class CallbackForm(forms.Form):
+    state = forms.CharField(required=False, max_length=200)
+    code = forms.CharField(required=False, max_length=4000)
+    error = forms.CharField(required=False, max_length=200)
+
+
+class StandaloneForm(forms.Form):
+    registration = forms.ModelChoiceField(queryset=EhrRegistration.objects.filter(active=True).order_by("name"),
+                                          empty_label=None, label="EHR")
+
+
+class RegistrationForm(forms.ModelForm):
+    # The stored key is never sent back to the browser: blank keeps it, a new PEM replaces it.
+    private_key_pem = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off"}),
+        label="Private key (PEM)", help_text="Leave blank to keep the stored key. Stored encrypted; never shown again.",
+    )
+    clear_private_key = forms.BooleanField(required=False, label="Remove the stored private key")
+
+    class Meta:
+        model = EhrRegistration
+        fields = [
+            "name", "iss", "client_id", "client_type", "scopes", "backend_client_id", "backend_scopes",
+            "key_id", "jwks_url", "frame_ancestors", "write_enabled", "active",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stored_key = self.instance.private_key_pem if self.instance.pk else ""
+
+    def clean_iss(self) -> str:
+        return self.cleaned_data["iss"].strip().rstrip("/")
+
+    def clean_private_key_pem(self) -> str:
+        pem = (self.cleaned_data.get("private_key_pem") or "").strip()
+        if pem:
+            try:
+                load_pem_private_key(pem.encode(), password=None)
+            except (ValueError, TypeError) as exc:
+                raise forms.ValidationError("Not an unencrypted PEM private key.") from exc
+        return pem
+
+    def clean_frame_ancestors(self) -> str:
+        origins = self.cleaned_data.get("frame_ancestors", "").split()
+        bad = [o for o in origins if not o.startswith(("https://", "http://")) or any(c in o for c in ";,'\"")]
+        if bad:
+            raise forms.ValidationError("Each frame ancestor must be an http(s) origin, separated by spaces.")
+        return " ".join(origins)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        key = data.get("private_key_pem") or ("" if data.get("clear_private_key") else self._stored_key)
+        if data.get("client_type") == EhrRegistration.ClientType.CONFIDENTIAL and not key:
+            self.add_error("private_key_pem", "A confidential client needs a private key.")
+        if data.get("backend_client_id") and not key:
+            self.add_error("private_key_pem", "Backend Services needs a private key.")
+        return data
+
+    def save(self, commit: bool = True) -> EhrRegistration:
+        registration = super().save(commit=False)
+        if self.cleaned_data.get("private_key_pem"):
+            registration.private_key_pem = self.cleaned_data["private_key_pem"]
+        elif self.cleaned_data.get("clear_private_key"):
+            registration.private_key_pem = ""
+        else:
+            registration.private_key_pem = self._stored_key
+        return registration

@@ -1,0 +1,404 @@
+"""Write side of SMART: registrations, discovery, the launch (begin, callback), token refresh and FHIR access."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import jwt
+from django.contrib.auth.models import User
+from django.contrib.sessions.backends.base import SessionBase
+from django.db import transaction
+from django.utils import timezone
+
+from reconcile_app.core.roles import Role
+from reconcile_app.core.services import user_create
+
+from . import client
+from .backend import backend_token_get, registration_assertion
+from .exceptions import EhrProtocolError, EhrUnavailable, LaunchExpired, LaunchRefused, TokenRejected
+from .models import EhrRegistration, SmartLaunch
+
+logger = logging.getLogger(__name__)
+
+SESSION_STATES = "smart_oauth_states"  # pending OAuth states of this browser session (clear text, server-side)
+MAX_PENDING_STATES = 5
+WRITE_SCOPES = ("patient/DetectedIssue.c", "patient/Task.c", "patient/Communication.c")
+ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
+# Refresh a little before the server would refuse the token.
+EXPIRY_MARGIN = timedelta(seconds=30)
+
+
+def sha256_hex(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+# --- registrations -------------------------------------------------------------------------
+
+
+@transaction.atomic
+def registration_save(*, registration: EhrRegistration) -> EhrRegistration:
+    """Normalize and save a registration built by the admin form."""
+    registration.iss = registration.iss.strip().rstrip("/")
+    registration.scopes = " ".join(registration.scopes.split())
+    registration.backend_scopes = " ".join(registration.backend_scopes.split())
+    registration.full_clean()
+    registration.save()
+    return registration
+
+
+def registration_discover(*, registration: EhrRegistration) -> dict:
+    """Fetch the EHR's SMART configuration and keep it on the registration."""
+    config = client.discovery_fetch(iss=registration.iss)
+    config["fetched_at"] = timezone.now().isoformat()
+    registration.discovery = config
+    registration.save(update_fields=["discovery", "updated_at"])
+    return config
+
+
+def _discovery_current(registration: EhrRegistration) -> dict:
+    """Fresh discovery on each launch; a stored copy covers a passing discovery outage."""
+    try:
+        return registration_discover(registration=registration)
+    except EhrUnavailable:
+        if registration.discovery.get("authorization_endpoint"):
+            return registration.discovery
+        raise
+
+
+def launch_scopes(registration: EhrRegistration) -> str:
+    """Requested scopes without `launch`/`launch/patient`: fhirclient adds the right one for the launch kind."""
+    scopes = [s for s in registration.scopes.split() if s not in ("launch", "launch/patient")]
+    if registration.write_enabled:
+        scopes += [s for s in WRITE_SCOPES if s not in scopes]
+    return " ".join(dict.fromkeys(scopes))
+
+
+# --- launch: begin -------------------------------------------------------------------------
+
+
+def launch_begin(
+    *, registration: EhrRegistration, launch_token: str | None, redirect_uri: str, session: SessionBase
+) -> tuple[SmartLaunch, str]:
+    """Create a pending launch and the authorize URL (PKCE S256 by fhirclient); bind the state to the session."""
+    discovery = _discovery_current(registration)
+    if not discovery.get("authorization_endpoint"):
+        raise EhrProtocolError("The EHR advertises no authorization endpoint.")
+    state = secrets.token_urlsafe(32)
+    if not session.session_key:
+        session.create()
+    fhir_state = {
+        "app_id": registration.client_id,
+        "scope": launch_scopes(registration),
+        "redirect": redirect_uri,
+        "launch_token": launch_token or None,
+        "server": {
+            "base_uri": registration.iss,
+            "auth_type": "oauth2",
+            "auth": {
+                "app_id": registration.client_id,
+                "aud": registration.iss,
+                "authorize_uri": discovery["authorization_endpoint"],
+                "token_uri": discovery["token_endpoint"],
+                "redirect_uri": redirect_uri,
+                "auth_state": state,
+            },
+        },
+    }
+    fhir = client.fhir_client_build(state=fhir_state)
+    authorize_url = fhir.authorize_url  # generates the PKCE verifier inside fhir's state
+    launch = SmartLaunch.objects.create(
+        registration=registration,
+        kind=SmartLaunch.Kind.EHR if launch_token else SmartLaunch.Kind.STANDALONE,
+        status=SmartLaunch.Status.PENDING,
+        state_hash=sha256_hex(state),
+        session_key_hash=sha256_hex(session.session_key or ""),
+        client_state=fhir.state,
+    )
+    pending = [s for s in session.get(SESSION_STATES, []) if isinstance(s, str)][-(MAX_PENDING_STATES - 1):]
+    session[SESSION_STATES] = [*pending, state]
+    return launch, authorize_url
+
+
+# --- launch: callback ----------------------------------------------------------------------
+
+
+def _state_claim(*, state: str, session: SessionBase) -> SmartLaunch:
+    """The state must be one this browser session started, and is usable exactly once."""
+    pending = [s for s in session.get(SESSION_STATES, []) if isinstance(s, str)]
+    match = next((s for s in pending if hmac.compare_digest(s, state)), None)
+    if match is None:
+        raise LaunchRefused("This sign-in response does not belong to this browser session.", code="foreign_state")
+    session[SESSION_STATES] = [s for s in pending if s != match]
+    launch = SmartLaunch.objects.filter(state_hash=sha256_hex(state)).select_related("registration").first()
+    if launch is None:
+        raise LaunchRefused("Unknown launch.", code="foreign_state")
+    if not hmac.compare_digest(launch.session_key_hash, sha256_hex(session.session_key or "")):
+        raise LaunchRefused("This sign-in response does not belong to this browser session.", code="foreign_state")
+    # Conditional update: of two requests replaying the same state, only one proceeds.
+    claimed = SmartLaunch.objects.filter(pk=launch.pk, status=SmartLaunch.Status.PENDING).update(
+        status=SmartLaunch.Status.FAILED, error_code="callback_in_progress"
+    )
+    if not claimed:
+        raise LaunchRefused("This sign-in response was already used.", code="replayed_state")
+    launch.refresh_from_db()
+    return launch
+
+
+def _expires_at(fhir: Any) -> datetime | None:
+    """fhirclient keeps a naive local expiry on the auth object and drops it from its state: keep it ourselves."""
+    local = getattr(fhir.server.auth, "expires_at", None)
+    if local is None:
+        return None
+    return timezone.now() + (local - datetime.now())
+
+
+def _issuer_allowed(claim: str, registration: EhrRegistration, discovery: dict) -> bool:
+    allowed = {registration.iss.rstrip("/")}
+    if discovery.get("issuer"):
+        allowed.add(str(discovery["issuer"]).rstrip("/"))
+    return claim.rstrip("/") in allowed or client.same_origin(claim, registration.iss)
+
+
+def id_token_validate(*, id_token: str, registration: EhrRegistration) -> dict:
+    """Verify the id_token's signature against the EHR's JWKS, its audience (our client id) and issuer."""
+    discovery = registration.discovery or {}
+    try:
+        header = jwt.get_unverified_header(id_token)
+        unverified = jwt.decode(id_token, options={"verify_signature": False})
+    except jwt.PyJWTError as exc:
+        raise LaunchRefused("The EHR's identity token is malformed.", code="id_token_invalid") from exc
+    if header.get("alg") not in ID_TOKEN_ALGORITHMS:
+        raise LaunchRefused("The EHR's identity token uses an unaccepted algorithm.", code="id_token_invalid")
+    issuer = str(unverified.get("iss") or "")
+    if not _issuer_allowed(issuer, registration, discovery):
+        raise LaunchRefused("The identity token comes from another issuer.", code="id_token_invalid")
+    jwks_uri = discovery.get("jwks_uri")
+    if not jwks_uri:
+        # No jwks_uri in the SMART configuration: ask the issuer's OpenID configuration, which we
+        # only do because the issuer was checked to be the registered EHR above.
+        jwks_uri = _openid_jwks_uri(issuer)
+    keys = jwt.PyJWKSet.from_dict(client.jwks_fetch(url=jwks_uri)).keys
+    candidates = [k for k in keys if not header.get("kid") or k.key_id == header.get("kid")]
+    for key in candidates:
+        try:
+            return jwt.decode(
+                id_token, key.key, algorithms=[header["alg"]], audience=registration.client_id, issuer=issuer,
+                options={"require": ["exp", "iat", "iss", "aud", "sub"]}, leeway=60,
+            )
+        except jwt.InvalidSignatureError:
+            continue
+        except jwt.PyJWTError as exc:
+            raise LaunchRefused("The EHR's identity token failed validation.", code="id_token_invalid") from exc
+    raise LaunchRefused("The EHR's identity token signature does not verify.", code="id_token_invalid")
+
+
+def _openid_jwks_uri(issuer: str) -> str:
+    session = client.http_session()
+    session.headers["Accept"] = "application/json"
+    try:
+        body = client.fhir_get(session=session, url=issuer.rstrip("/") + "/.well-known/openid-configuration")
+    except (EhrProtocolError, TokenRejected) as exc:
+        raise LaunchRefused("The EHR publishes no keys for its identity token.", code="id_token_invalid") from exc
+    uri = body.get("jwks_uri")
+    if not isinstance(uri, str) or not client.same_origin(uri, issuer):
+        raise LaunchRefused("The EHR publishes no keys for its identity token.", code="id_token_invalid")
+    return uri
+
+
+def clinician_for_identity(*, iss: str, fhir_user: str, name: str = "") -> User:
+    """The local account of an EHR user: one per (iss, fhirUser), no password, clinician role."""
+    username = "smart-" + sha256_hex(f"{iss}|{fhir_user}")[:20]
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        user = user_create(username=username, role=Role.CLINICIAN, password=None, full_name=name[:150])
+    return user
+
+
+def _assertion_factory(registration: EhrRegistration) -> Any:
+    if registration.client_type != EhrRegistration.ClientType.CONFIDENTIAL:
+        return None
+    return lambda: registration_assertion(registration=registration)
+
+
+def _state_without_secrets_of_context(state: dict) -> dict:
+    """The id_token is validated once and not kept; tokens stay (encrypted) for refresh and reads."""
+    ctx = dict(state.get("launch_context") or {})
+    ctx.pop("id_token", None)
+    return {**state, "launch_context": ctx}
+
+
+def launch_complete(*, state: str, code: str, error: str, session: SessionBase) -> SmartLaunch:
+    """Check the state, exchange the code (PKCE verifier from the launch), validate the id_token, keep the context."""
+    if not state:
+        raise LaunchRefused("The sign-in response has no state.", code="missing_state")
+    launch = _state_claim(state=state, session=session)
+    try:
+        return _launch_finish(launch=launch, state=state, code=code, error=error)
+    except (LaunchRefused, EhrUnavailable, EhrProtocolError) as exc:
+        code_ = getattr(exc, "code", None) or exc.__class__.__name__.lower()
+        SmartLaunch.objects.filter(pk=launch.pk).update(status=SmartLaunch.Status.FAILED, error_code=code_[:60], client_state=None)
+        exc.extra.setdefault("launch_id", launch.pk)
+        raise
+
+
+def _launch_finish(*, launch: SmartLaunch, state: str, code: str, error: str) -> SmartLaunch:
+    registration = launch.registration
+    if error:
+        raise LaunchRefused("The EHR did not authorize the launch.", code=client.oauth_error_code(error))
+    if not code:
+        raise LaunchRefused("The sign-in response has no authorization code.", code="missing_code")
+    fhir = client.fhir_client_build(state=launch.client_state, assertion_factory=_assertion_factory(registration))
+    redirect_uri = launch.client_state["server"]["auth"]["redirect_uri"]
+    callback = f"{redirect_uri}?{urlencode({'state': state, 'code': code})}"
+    client.fhir_client_call(lambda: fhir.handle_callback(callback), what="token request")
+    context = dict(fhir.launch_context or {})
+    id_token = context.get("id_token")
+    if not isinstance(id_token, str):
+        raise LaunchRefused("The EHR sent no identity token.", code="id_token_missing")
+    claims = id_token_validate(id_token=id_token, registration=registration)
+    fhir_user = str(claims.get("fhirUser") or claims.get("profile") or "")
+    if not fhir_user:
+        raise LaunchRefused("The identity token names no FHIR user.", code="id_token_invalid")
+    patient_id = str(context.get("patient") or "")
+    if not patient_id:
+        raise LaunchRefused("The EHR gave no patient context.", code="no_patient")
+    user = clinician_for_identity(iss=registration.iss, fhir_user=fhir_user, name=str(claims.get("name") or ""))
+    banner = context.get("need_patient_banner")
+    launch.user = user
+    launch.status = SmartLaunch.Status.ACTIVE
+    launch.error_code = ""
+    launch.patient_fhir_id = patient_id[:64]
+    launch.encounter_fhir_id = str(context.get("encounter") or "")[:64]
+    launch.fhir_user = fhir_user[:200]
+    # Outside an EHR (standalone) nothing else shows who the patient is: always show the banner.
+    launch.need_patient_banner = True if launch.kind == SmartLaunch.Kind.STANDALONE else banner is not False
+    launch.scopes_granted = str(context.get("scope") or "")[:800]
+    launch.client_state = _state_without_secrets_of_context(fhir.state)
+    launch.expires_at = _expires_at(fhir)
+    launch.save()
+    return launch
+
+
+# --- tokens in use -------------------------------------------------------------------------
+
+
+def launch_access_token(launch: SmartLaunch) -> str:
+    return str(((launch.client_state or {}).get("server") or {}).get("auth", {}).get("access_token") or "")
+
+
+def launch_mark_expired(*, launch_id: int, reason: str) -> None:
+    SmartLaunch.objects.filter(pk=launch_id).update(status=SmartLaunch.Status.EXPIRED, error_code=reason[:60], client_state=None)
+
+
+def launch_token_refresh(*, launch_id: int, failed_token: str | None = None) -> SmartLaunch:
+    """Refresh once, serialized by a row lock: refresh tokens rotate, so two workers must not both spend one."""
+    expired_reason = ""
+    with transaction.atomic():
+        launch = SmartLaunch.objects.select_for_update().select_related("registration").get(pk=launch_id)
+        if launch.status != SmartLaunch.Status.ACTIVE:
+            raise LaunchExpired("This launch has ended; open the app from the EHR again.")
+        current = launch_access_token(launch)
+        if failed_token is not None and current and current != failed_token:
+            return launch  # another worker refreshed while we waited for the lock
+        state = launch.client_state or {}
+        if not state.get("server", {}).get("auth", {}).get("refresh_token"):
+            expired_reason = "no_refresh_token"
+        else:
+            fhir = client.fhir_client_build(state=state, assertion_factory=_assertion_factory(launch.registration))
+            try:
+                client.fhir_client_call(fhir.reauthorize, what="token refresh")
+            except LaunchRefused as exc:
+                expired_reason = exc.code
+            else:
+                # The refresh response may omit patient/encounter: the context stays from the first response.
+                launch.client_state = _state_without_secrets_of_context(fhir.state)
+                launch.expires_at = _expires_at(fhir)
+                launch.save(update_fields=["client_state", "expires_at", "updated_at"])
+                return launch
+    launch_mark_expired(launch_id=launch_id, reason=expired_reason or "refresh_failed")
+    raise LaunchExpired("The EHR session has expired; open the app from the EHR again.", extra={"reason": expired_reason})
+
+
+@dataclass
+class FhirAccess:
+    """Where to read and with which token: a user's launch or Backend Services. Renews once on 401."""
+
+    base: str
+    registration: EhrRegistration
+    launch: SmartLaunch | None = None
+    token: str = ""
+    renewed: bool = field(default=False)
+
+    def session(self) -> Any:
+        return client.http_session(bearer=self.token)
+
+    def renew(self) -> None:
+        if self.renewed:
+            raise (LaunchExpired("The EHR session has expired; open the app from the EHR again.")
+                   if self.launch is not None and self.launch.kind != SmartLaunch.Kind.BACKEND
+                   else TokenRejected("The EHR refused the system token."))
+        self.renewed = True
+        if self.launch is not None and self.launch.kind != SmartLaunch.Kind.BACKEND:
+            self.launch = launch_token_refresh(launch_id=self.launch.pk, failed_token=self.token)
+            self.token = launch_access_token(self.launch)
+        else:
+            self.launch, self.token = backend_token_get(registration=self.registration, force=True)
+
+    def get(self, url: str) -> dict:
+        """GET with the bearer; on 401 renew the token once and retry, then give up."""
+        try:
+            return client.fhir_get(session=self.session(), url=url)
+        except TokenRejected:
+            self.renew()
+            try:
+                return client.fhir_get(session=self.session(), url=url)
+            except TokenRejected as exc:
+                if self.launch is not None and self.launch.kind != SmartLaunch.Kind.BACKEND:
+                    launch_mark_expired(launch_id=self.launch.pk, reason="token_rejected")
+                    raise LaunchExpired("The EHR refused the session; open the app from the EHR again.") from exc
+                raise
+
+    def post(self, url: str, resource: dict) -> dict:
+        try:
+            return client.fhir_post(session=self.session(), url=url, resource=resource)
+        except TokenRejected:
+            self.renew()
+            return client.fhir_post(session=self.session(), url=url, resource=resource)
+
+
+def fhir_access_for_launch(*, launch: SmartLaunch) -> FhirAccess:
+    if launch.status != SmartLaunch.Status.ACTIVE:
+        raise LaunchExpired("This launch has ended; open the app from the EHR again.")
+    if launch.expires_at and launch.expires_at <= timezone.now() + EXPIRY_MARGIN:
+        launch = launch_token_refresh(launch_id=launch.pk)
+    return FhirAccess(base=launch.registration.iss, registration=launch.registration, launch=launch,
+                      token=launch_access_token(launch))
+
+
+def fhir_access_for_backend(*, registration: EhrRegistration) -> FhirAccess:
+    launch, token = backend_token_get(registration=registration)
+    return FhirAccess(base=registration.iss, registration=registration, launch=launch, token=token)
+
+
+def fhir_access_for(*, registration: EhrRegistration, launch: SmartLaunch | None) -> FhirAccess:
+    """A user's launch when there is a live one for this EHR, else Backend Services."""
+    if launch is not None and launch.registration_id == registration.pk and launch.kind != SmartLaunch.Kind.BACKEND:
+        return fhir_access_for_launch(launch=launch)
+    return fhir_access_for_backend(registration=registration)
+
+
+def launch_from_iss(*, iss: str) -> EhrRegistration:
+    from .exceptions import UnknownIssuer
+    from .selectors import registration_get_by_iss
+
+    parts = urlsplit(iss or "")
+    registration = registration_get_by_iss(iss=iss) if parts.scheme in ("http", "https") and parts.netloc else None
+    if registration is None:
+        raise UnknownIssuer("This EHR is not registered with reconcile.")
+    return registration
