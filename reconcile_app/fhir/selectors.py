@@ -3,8 +3,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from django.db.models import Max, OuterRef, QuerySet, Subquery
+from django.http import Http404, HttpRequest
+
+from reconcile_app.core.decorators import deny
+from reconcile_app.core.roles import Role, user_roles
+
 from .clinical import ClinicalRecord, build_clinical_record
-from .models import Patient, RecordSnapshot
+from .models import Patient, RecordPull, RecordSnapshot
 
 
 def snapshot_latest(*, patient: Patient) -> RecordSnapshot | None:
@@ -20,3 +26,42 @@ def _record_for(snapshot_id: int, content_sha256: str) -> ClinicalRecord:
 def clinical_record_for(*, snapshot: RecordSnapshot) -> ClinicalRecord:
     """Snapshots are immutable, so the normalized view is cached by id + hash."""
     return _record_for(snapshot.pk, snapshot.content_sha256)
+
+
+def pull_latest(*, patient: Patient) -> RecordPull | None:
+    return RecordPull.objects.filter(patient=patient).order_by("-started_at", "-pk").first()
+
+
+def pull_last_ok(*, patient: Patient) -> RecordPull | None:
+    return RecordPull.objects.filter(patient=patient, status=RecordPull.Status.OK).order_by("-finished_at", "-pk").first()
+
+
+def patient_list() -> QuerySet[Patient]:
+    """Patients with their latest snapshot version and last pull, for the nurse's list."""
+    last_pull = RecordPull.objects.filter(patient=OuterRef("pk")).order_by("-started_at", "-pk")
+    return (
+        Patient.objects.select_related("registration")
+        .annotate(
+            snapshot_version=Max("snapshots__version"),
+            last_pull_status=Subquery(last_pull.values("status")[:1]),
+            last_pull_at=Subquery(last_pull.values("started_at")[:1]),
+        )
+        .order_by("display_name", "pk")
+    )
+
+
+def patient_get_for_user(*, request: HttpRequest, patient_pk: int) -> Patient:
+    """The one gate to a patient's data: nurses and admins see any patient; a clinician only the
+    patient of the SMART launch bound to this browser session. Denials are audited (403)."""
+    roles = user_roles(request.user)
+    if roles & {Role.NURSE, Role.ADMIN}:
+        patient = Patient.objects.select_related("registration").filter(pk=patient_pk).first()
+        if patient is None:
+            raise Http404("No such patient")
+        return patient
+    if Role.CLINICIAN in roles and request.session.get("smart_patient_pk") == patient_pk:
+        patient = Patient.objects.select_related("registration").filter(pk=patient_pk).first()
+        if patient is not None:
+            return patient
+    # Same answer whether or not the patient exists: a clinician learns nothing about other records.
+    raise deny(request, reason="patient_not_in_launch", patient_pk=patient_pk)

@@ -3,15 +3,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .clinical import build_clinical_record, resources_from_bundle
-from .models import Patient, RecordSnapshot
+from reconcile_app.audit.services import audit_record
+from reconcile_app.core.exceptions import PermanentError, ReconcileError
+from reconcile_app.smart import client as smart_client
+from reconcile_app.smart.exceptions import EhrProtocolError, ForeignHostLink
+from reconcile_app.smart.models import SmartLaunch
+from reconcile_app.smart.services import FhirAccess, fhir_access_for
+
+from .clinical import CLINICAL_TYPES, build_clinical_record, resources_from_bundle
+from .models import Patient, RecordPull, RecordSnapshot
+
+logger = logging.getLogger(__name__)
 
 
 def resources_sha256(resources: list[dict]) -> str:
@@ -44,7 +58,9 @@ def patient_upsert_from_resource(*, resource: dict, registration: object | None 
     return patient
 
 
-def snapshot_store(*, patient: Patient, resources: list[dict], source: str) -> RecordSnapshot:
+def snapshot_store(
+    *, patient: Patient, resources: list[dict], source: str, warnings: list[dict[str, str]] | None = None
+) -> RecordSnapshot:
     """Store a snapshot; the same content as an existing version returns that version."""
     digest = resources_sha256(resources)
     existing = RecordSnapshot.objects.filter(patient=patient, content_sha256=digest).first()
@@ -64,7 +80,7 @@ def snapshot_store(*, patient: Patient, resources: list[dict], source: str) -> R
                     content_sha256=digest,
                     resources=resources,
                     resource_counts=dict(counts),
-                    warnings=record.warnings,
+                    warnings=[*(warnings or []), *record.warnings],
                 )
         except IntegrityError:
             existing = RecordSnapshot.objects.filter(patient=patient, content_sha256=digest).first()
@@ -82,3 +98,163 @@ def snapshot_import_bundle(*, bundle: dict, registration: object | None = None) 
         raise ValueError(f"bundle must hold exactly one Patient, found {len(patients)}")
     patient = patient_upsert_from_resource(resource=patients[0], registration=registration)
     return snapshot_store(patient=patient, resources=resources, source=RecordSnapshot.Source.BUNDLE)
+
+
+# --- pulling the record from the EHR --------------------------------------------------------
+
+# What a pull asks for: (resource type, extra search parameters). Observations are asked per
+# category so vitals and labs come with their full history but surveys and notes do not.
+PULL_SEARCHES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("Condition", {}),
+    ("MedicationRequest", {}),
+    ("MedicationStatement", {}),
+    ("AllergyIntolerance", {}),
+    ("Observation", {"category": "vital-signs"}),
+    ("Observation", {"category": "laboratory"}),
+    ("Procedure", {}),
+    ("Immunization", {}),
+    ("CarePlan", {}),
+    ("Encounter", {}),
+)
+EXPECTED_TYPES = {"Patient", *CLINICAL_TYPES}
+# Resources a search may legitimately include beside the asked type (contained medications etc.).
+TOLERATED_EXTRA_TYPES = {"Medication", "Practitioner", "Organization", "Location", "Provenance"}
+
+
+def page_size() -> int:
+    return int(getattr(settings, "FHIR_PAGE_SIZE", 100))
+
+
+@dataclass
+class RecordFetch:
+    resources: list[dict] = field(default_factory=list)
+    pages: int = 0
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+
+def _warn(fetch: RecordFetch, resource: Any, problem: str) -> None:
+    rtype = str(resource.get("resourceType") or "?")[:40] if isinstance(resource, dict) else "?"
+    rid = str(resource.get("id") or "?")[:64] if isinstance(resource, dict) else "?"
+    fetch.warnings.append({"resourceType": rtype, "id": rid, "problem": problem})
+
+
+def _next_link(bundle: dict) -> str | None:
+    for link in bundle.get("link") or []:
+        if isinstance(link, dict) and link.get("relation") == "next" and isinstance(link.get("url"), str):
+            return link["url"]
+    return None
+
+
+def _search_all(*, access: FhirAccess, url: str, fetch: RecordFetch) -> list[dict]:
+    """Every page of a search, following `next` on the EHR's own host only (the token goes with each page)."""
+    found: list[dict] = []
+    seen: set[str] = set()
+    while url:
+        if not smart_client.same_origin(url, access.base):
+            raise ForeignHostLink("The EHR sent a paging link to another host; it was not followed.",
+                                  extra={"host": urlsplit(url).netloc[:100]})
+        if url in seen or fetch.pages >= smart_client.MAX_PAGES:
+            raise EhrProtocolError("The EHR's paging links loop.")
+        seen.add(url)
+        bundle = access.get(url)
+        fetch.pages += 1
+        if bundle.get("resourceType") != "Bundle":
+            raise EhrProtocolError("The EHR answered a search with something other than a Bundle.")
+        for entry in bundle.get("entry") or []:
+            resource = entry.get("resource") if isinstance(entry, dict) else None
+            if not isinstance(resource, dict) or not resource.get("resourceType"):
+                _warn(fetch, resource, "entry without a resource")
+                continue
+            mode = (entry.get("search") or {}).get("mode") if isinstance(entry.get("search"), dict) else None
+            if mode == "outcome" or resource["resourceType"] == "OperationOutcome":
+                _warn(fetch, resource, "server outcome in search results")
+                continue
+            found.append(resource)
+        url = _next_link(bundle) or ""
+    return found
+
+
+def record_fetch(*, access: FhirAccess, patient_fhir_id: str) -> RecordFetch:
+    """The patient's record as raw resources: off-spec or unexpected ones are kept, with a warning."""
+    fetch = RecordFetch()
+    base = access.base.rstrip("/")
+    patient = access.get(f"{base}/Patient/{quote(patient_fhir_id, safe='')}")
+    fetch.pages += 1
+    if patient.get("resourceType") != "Patient" or str(patient.get("id")) != patient_fhir_id:
+        raise EhrProtocolError("The EHR returned a different resource for the patient.")
+    fetch.resources.append(patient)
+    seen: set[tuple[str, str]] = {("Patient", patient_fhir_id)}
+    for rtype, params in PULL_SEARCHES:
+        query = urlencode({"patient": patient_fhir_id, **params, "_count": page_size()})
+        for resource in _search_all(access=access, url=f"{base}/{rtype}?{query}", fetch=fetch):
+            key = (str(resource["resourceType"]), str(resource.get("id") or ""))
+            if key[1] and key in seen:
+                continue  # the same resource on two pages, or in two category searches
+            seen.add(key)
+            if not key[1]:
+                _warn(fetch, resource, "resource without an id")
+            if key[0] not in EXPECTED_TYPES and key[0] not in TOLERATED_EXTRA_TYPES:
+                _warn(fetch, resource, "unexpected resource type kept raw")
+            fetch.resources.append(resource)
+    return fetch
+
+
+def _pull_failed(pull: RecordPull, exc: Exception, *, retryable: bool, message: str) -> RecordPull:
+    pull.status = RecordPull.Status.FAILED
+    pull.finished_at = timezone.now()
+    pull.error = message[:300]
+    pull.retryable = retryable
+    pull.save(update_fields=["status", "finished_at", "error", "retryable"])
+    audit_record(action="record.pull", outcome="error", patient_pk=pull.patient_id, object_type="RecordPull",
+                 object_id=pull.pk, details={"error": exc.__class__.__name__, "retryable": retryable})
+    logger.warning("record pull %s failed error=%s retryable=%s", pull.pk, exc.__class__.__name__, retryable)
+    return pull
+
+
+def record_pull(*, patient: Patient, launch: SmartLaunch | None = None) -> RecordPull:
+    """Pull the record (user launch if given, else Backend Services) into a new snapshot version.
+
+    A failure is recorded on the RecordPull and leaves the last good snapshot as it is.
+    """
+    pull = RecordPull.objects.create(
+        patient=patient, launch=launch if launch is not None and launch.kind != SmartLaunch.Kind.BACKEND else None
+    )
+    try:
+        if patient.registration is None:
+            raise PermanentError("This record was imported from a file, not pulled from an EHR.")
+        access = fhir_access_for(registration=patient.registration, launch=launch)
+        fetch = record_fetch(access=access, patient_fhir_id=patient.fhir_id)
+        source = (RecordSnapshot.Source.BACKEND if access.launch is None or access.launch.kind == SmartLaunch.Kind.BACKEND
+                  else RecordSnapshot.Source.EHR)
+        with transaction.atomic():
+            patient_upsert_from_resource(resource=fetch.resources[0], registration=patient.registration)
+            snapshot = snapshot_store(patient=patient, resources=fetch.resources, source=source, warnings=fetch.warnings)
+            pull.status = RecordPull.Status.OK
+            pull.finished_at = timezone.now()
+            pull.pages = fetch.pages
+            pull.resources = len(fetch.resources)
+            pull.snapshot = snapshot
+            pull.launch = access.launch if access.launch is not None and access.launch.kind != SmartLaunch.Kind.BACKEND else pull.launch
+            pull.save()
+    except ReconcileError as exc:
+        return _pull_failed(pull, exc, retryable=exc.retryable, message=exc.message)
+    except Exception as exc:
+        _pull_failed(pull, exc, retryable=False, message="Internal error while pulling the record.")
+        raise
+    audit_record(action="record.pull", patient_pk=patient.pk, object_type="RecordPull", object_id=pull.pk,
+                 details={"pages": pull.pages, "resources": pull.resources, "snapshot_version": pull.snapshot.version,
+                          "source": source, "warnings": len(fetch.warnings)})
+    return pull
+
+
+def launch_patient_open(*, launch: SmartLaunch) -> Patient:
+    """After a launch: read the launch's Patient, keep it locally and queue a pull of the whole record."""
+    from .tasks import record_pull_task
+
+    access = fhir_access_for(registration=launch.registration, launch=launch)
+    resource = access.get(f"{access.base.rstrip('/')}/Patient/{quote(launch.patient_fhir_id, safe='')}")
+    if resource.get("resourceType") != "Patient" or str(resource.get("id")) != launch.patient_fhir_id:
+        raise EhrProtocolError("The EHR returned a different resource for the patient.")
+    patient = patient_upsert_from_resource(resource=resource, registration=launch.registration)
+    record_pull_task.delay_on_commit(patient.pk, launch.pk)
+    return patient

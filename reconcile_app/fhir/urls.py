@@ -1,5 +1,11 @@
-"""URLs for fhir."""
-from django.urls import path  # noqa: F401
+"""URLs for fhir: the patient list and the patient record."""
+from django.urls import path
+
+from . import views
 
 app_name = "fhir"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.patient_list, name="patient_list"),
+    path("<int:pk>/", views.patient_detail, name="patient_detail"),
+    path("<int:pk>/refresh/", views.patient_refresh, name="patient_refresh"),
+]

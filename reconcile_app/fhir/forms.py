@@ -1,0 +1,6 @@
+"""Forms of the clinical-stream pages (GET parameters too)."""
+from django import forms
+
+
+class PatientFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=100, label="Name contains")
