@@ -104,3 +104,19 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"Turn {self.external_id}"
+
+
+class PatientPipeline(models.Model):
+    """Per-patient lease: at most one pipeline run per patient, claimed with a conditional UPDATE.
+
+    The lease holder is the Celery task id; a redelivered message (same id, after a lost worker)
+    reclaims its own lease at once instead of waiting for `lease_until` to pass.
+    """
+
+    patient = models.OneToOneField("fhir.Patient", on_delete=models.CASCADE, related_name="pipeline")
+    lease_token = models.CharField(max_length=64, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Pipeline of patient #{self.patient_id}"

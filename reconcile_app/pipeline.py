@@ -1,0 +1,228 @@
+"""The whole narrative flow in one place: from a stored upload to routed findings, per patient, in order.
+
+::
+
+    upload_receive(raw bytes)  ── committed first: nothing received is ever lost
+          │
+    upload_import  ── parse + validate all-or-nothing ──✗──▶ Upload INVALID (errors kept, raw kept)
+          │             match patient ──✗──▶ Upload HELD ──(admin maps)──▶ upload_import again
+          │             add only new sessions (Session PENDING); conflicts reported, not merged
+          │
+    pipeline_kick(patient_id)  ── after commit; a broker outage is logged and the sweep re-enqueues
+          │
+    pipeline_patient_advance_task(patient_id)     (Celery, acks_late, ids only)
+          │   claim the patient's lease (conditional UPDATE on PatientPipeline) ──busy──▶ exit
+          │   oldest pending session first; stop at a FAILED one (order is strict):
+          │     EXTRACTING   extraction_run_get_or_create → extraction_run_execute
+          │     RECONCILING  reconciliation_run_get_or_create(latest snapshot) → reconciliation_run_execute
+          │     routing      triage_items_route(findings=...)      (when the triage app provides it)
+          │     DONE
+          │   RetryableError ─▶ retried with backoff (5 times), then FAILED; PermanentError ─▶ FAILED
+          │   release the lease; more pending (or arrived meanwhile) ─▶ enqueue again
+          │
+    pipeline_sweep_task (beat, every minute)  ── re-enqueues patients with pending work
+
+Every step is idempotent on database constraints (runs keyed by content hash + engine version,
+their rows written in the same transaction that marks them done), so a message redelivered after a
+killed worker redoes at most one step and never duplicates a memory or a finding. Replay and
+evaluation call `pipeline_patient_drain` in-process: the same services, no broker.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from enum import StrEnum
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from reconcile_app.core.exceptions import PermanentError, RetryableError
+from reconcile_app.transcripts.models import PatientPipeline, Session
+
+logger = logging.getLogger(__name__)
+
+ACTIVE = (Session.Pipeline.PENDING, Session.Pipeline.EXTRACTING, Session.Pipeline.RECONCILING)
+
+
+class Outcome(StrEnum):
+    BUSY = "busy"  # another delivery holds the patient's lease
+    IDLE = "idle"  # nothing pending
+    MORE = "more"  # sessions remain (budget spent): enqueue again
+    BLOCKED = "blocked"  # a failed session holds back the later ones
+
+
+def lease_seconds() -> int:
+    # Longer than the task time limit, so a live holder never loses its lease mid-session.
+    return int(getattr(settings, "PIPELINE_LEASE_SECONDS", getattr(settings, "CELERY_TASK_TIME_LIMIT", 900) + 60))
+
+
+def budget_seconds() -> float:
+    return float(getattr(settings, "PIPELINE_TASK_BUDGET_SECONDS", 30))
+
+
+def lease_claim(*, patient_id: int, token: str) -> bool:
+    """Conditional UPDATE: free, expired, or already ours (a redelivered message has the same id)."""
+    PatientPipeline.objects.get_or_create(patient_id=patient_id)
+    now = timezone.now()
+    claimed = PatientPipeline.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_token=token), patient_id=patient_id
+    ).update(lease_token=token, lease_until=now + timedelta(seconds=lease_seconds()), last_run_at=now)
+    return claimed == 1
+
+
+def lease_release(*, patient_id: int, token: str) -> None:
+    PatientPipeline.objects.filter(patient_id=patient_id, lease_token=token).update(lease_token="", lease_until=None)
+
+
+def session_next(*, patient_id: int) -> Session | None:
+    """The oldest session not finished; a FAILED one is returned too, because it blocks the rest."""
+    return (
+        Session.objects.filter(patient_id=patient_id, pipeline_status__in=(*ACTIVE, Session.Pipeline.FAILED))
+        .order_by("started_at", "id")
+        .first()
+    )
+
+
+def has_pending(*, patient_id: int) -> bool:
+    nxt = session_next(patient_id=patient_id)
+    return nxt is not None and nxt.pipeline_status != Session.Pipeline.FAILED
+
+
+def _set_status(session: Session, status: str, error: str = "") -> None:
+    # Never overwrite a withdrawal that happened while the step ran.
+    Session.objects.filter(pk=session.pk, withdrawn_at__isnull=True).update(pipeline_status=status, pipeline_error=error[:300])
+
+
+def _route(findings: list) -> None:
+    """Routing into the triage queue, when the triage app provides it (it is built separately)."""
+    if importlib.util.find_spec("reconcile_app.triage.services") is None:
+        return
+    from reconcile_app.triage import services as triage_services
+
+    route = getattr(triage_services, "triage_items_route", None)
+    if route is not None:
+        route(findings=findings)
+
+
+def session_process(*, session: Session, engine: str | None = None) -> None:
+    """Extraction → reconciliation against the latest snapshot → routing, for one session."""
+    from reconcile_app.fhir.selectors import snapshot_latest
+    from reconcile_app.narrative.services import extraction_run_execute, extraction_run_get_or_create, memories_revoke_for_session
+    from reconcile_app.reconciliation.services import reconciliation_run_execute, reconciliation_run_get_or_create
+
+    _set_status(session, Session.Pipeline.EXTRACTING)
+    run = extraction_run_get_or_create(session=session, engine=engine)
+    extraction_run_execute(run_id=run.pk, engine=engine)
+    snapshot = snapshot_latest(patient=session.patient)
+    if snapshot is None:
+        raise RetryableError("the patient's record has not been loaded yet")
+    _set_status(session, Session.Pipeline.RECONCILING)
+    rrun = reconciliation_run_get_or_create(session=session, snapshot=snapshot, engine=engine)
+    rrun = reconciliation_run_execute(run_id=rrun.pk, engine=engine)
+    if Session.objects.filter(pk=session.pk, withdrawn_at__isnull=False).exists():
+        # Consent was withdrawn while the engines ran: remove what they wrote after the revoke.
+        memories_revoke_for_session(session=session)
+        return
+    _route(list(rrun.findings.all()))
+    _set_status(session, Session.Pipeline.DONE)
+
+
+def pipeline_patient_advance(
+    *,
+    patient_id: int,
+    token: str,
+    engine: str | None = None,
+    final_attempt: bool = True,
+    budget: float | None = None,
+    on_session: Callable[[Session], None] | None = None,
+) -> Outcome:
+    """Process the patient's pending sessions oldest-first while holding the lease (within a budget)."""
+    if not lease_claim(patient_id=patient_id, token=token):
+        logger.info("pipeline patient %s busy", patient_id)
+        return Outcome.BUSY
+    deadline = time.monotonic() + (budget_seconds() if budget is None else budget)
+    outcome = Outcome.IDLE
+    try:
+        while True:
+            session = session_next(patient_id=patient_id)
+            if session is None:
+                outcome = Outcome.IDLE
+                break
+            if session.pipeline_status == Session.Pipeline.FAILED:
+                outcome = Outcome.BLOCKED
+                break
+            if time.monotonic() > deadline:
+                outcome = Outcome.MORE
+                break
+            _process_guarded(session=session, engine=engine, final_attempt=final_attempt)
+            lease_claim(patient_id=patient_id, token=token)  # renew between sessions
+            if on_session is not None:
+                on_session(session)
+    finally:
+        lease_release(patient_id=patient_id, token=token)
+    # A kick that arrived while we held the lease exited as BUSY; look again after releasing.
+    if outcome == Outcome.IDLE and has_pending(patient_id=patient_id):
+        outcome = Outcome.MORE
+    return outcome
+
+
+def _process_guarded(*, session: Session, engine: str | None, final_attempt: bool) -> None:
+    try:
+        session_process(session=session, engine=engine)
+    except RetryableError as exc:
+        if not final_attempt:
+            raise
+        logger.warning("pipeline session %s failed after retries: %s", session.pk, exc.__class__.__name__)
+        _set_status(session, Session.Pipeline.FAILED, f"gave up after retries: {exc.message}")
+    except PermanentError as exc:
+        logger.warning("pipeline session %s failed: %s", session.pk, exc.__class__.__name__)
+        _set_status(session, Session.Pipeline.FAILED, exc.message)
+    except Exception as exc:  # an engine bug must not wedge the queue; the message carries no text
+        logger.error("pipeline session %s crashed: %s", session.pk, exc.__class__.__name__)
+        _set_status(session, Session.Pipeline.FAILED, f"internal error ({exc.__class__.__name__}); retry or report it")
+
+
+def pipeline_patient_drain(*, patient_id: int, engine: str | None = None, on_session: Callable[[Session], None] | None = None) -> Outcome:
+    """In-process, in order, no broker: used by replay, evaluation and the CLI without a worker."""
+    token = f"drain-{uuid.uuid4().hex}"
+    while True:
+        outcome = pipeline_patient_advance(patient_id=patient_id, token=token, engine=engine, budget=3600, on_session=on_session)
+        if outcome != Outcome.MORE:
+            return outcome
+
+
+def pipeline_enqueue(*, patient_id: int) -> bool:
+    """Send one advance message; a broker outage is logged (ids only) and left to the sweep."""
+    from reconcile_app.transcripts.tasks import pipeline_patient_advance_task
+
+    try:
+        pipeline_patient_advance_task.apply_async(
+            (patient_id,), retry=True, retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+        )
+    except Exception as exc:  # kombu raises several types for a dead broker; none may lose the upload
+        logger.error("pipeline enqueue for patient %s failed (%s); the sweep will retry", patient_id, exc.__class__.__name__)
+        return False
+    return True
+
+
+def pipeline_kick(*, patient_id: int) -> None:
+    """Enqueue after commit. Not `.delay_on_commit()`: its errors could not be caught here, and an
+    exception after the commit would turn a stored upload into a 500 for the uploader."""
+    transaction.on_commit(lambda: pipeline_enqueue(patient_id=patient_id))
+
+
+def pipeline_sweep() -> int:
+    """Enqueue every patient with pending work whose lease is free or stale; returns how many."""
+    now = timezone.now()
+    patient_ids = set(Session.objects.filter(pipeline_status__in=ACTIVE, withdrawn_at__isnull=True).values_list("patient_id", flat=True))
+    held = set(PatientPipeline.objects.filter(patient_id__in=patient_ids, lease_until__gte=now).values_list("patient_id", flat=True))
+    sent = 0
+    for patient_id in sorted(patient_ids - held):
+        sent += int(pipeline_enqueue(patient_id=patient_id))
+    return sent

@@ -1,0 +1,255 @@
+"""Write side of transcripts: receive raw bytes, import all-or-nothing, map held uploads, withdraw consent."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from reconcile_app.audit.services import audit_record
+from reconcile_app.core.exceptions import PermanentError, ValidationFailed
+from reconcile_app.fhir.models import Patient
+
+from .models import CoachingPlatform, PatientPipeline, Session, Turn, Upload
+from .parsers import ParsedSession, ParsedTranscript, parse_transcript
+from .selectors import patient_match
+
+logger = logging.getLogger(__name__)
+
+
+def max_upload_bytes() -> int:
+    return int(getattr(settings, "TRANSCRIPT_MAX_BYTES", 5 * 1024 * 1024))
+
+
+def parsed_session_sha256(session: ParsedSession) -> str:
+    """Content hash of a session as imported: equal hashes mean the same conversation, word for word."""
+    payload = [session.id, session.started_at.isoformat()] + [
+        [t.id, t.speaker, t.speaker_label, t.at.isoformat(), t.text] for t in session.turns
+    ]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+
+
+def upload_receive(
+    *,
+    raw: bytes,
+    filename: str = "",
+    source: str,
+    user: AbstractBaseUser | None = None,
+    platform: CoachingPlatform | None = None,
+    patient: Patient | None = None,
+) -> Upload:
+    """Store the bytes first, committed on their own, so nothing received is ever lost.
+
+    An oversized file is recorded (hash, size, uploader) but its bytes are not kept: storing them
+    would defeat the limit. `patient` is the intended patient when the uploader chose one.
+    """
+    limit = max_upload_bytes()
+    too_large = len(raw) > limit
+    with transaction.atomic():
+        upload = Upload.objects.create(
+            patient=patient,
+            source=source,
+            filename=(filename or "")[:255],
+            raw=b"" if too_large else raw,
+            sha256=hashlib.sha256(raw).hexdigest(),
+            size=len(raw),
+            uploaded_by=user if user is not None and user.is_authenticated else None,
+            platform=platform,
+            status=Upload.Status.INVALID if too_large else Upload.Status.RECEIVED,
+            errors=[f"the file is {len(raw)} bytes; the limit is {limit}"] if too_large else [],
+        )
+        audit_record(
+            action="transcript.upload",
+            actor=user,
+            outcome="error" if too_large else "ok",
+            patient_pk=patient.pk if patient else None,
+            object_type="upload",
+            object_id=upload.pk,
+            details={"source": source, "size": len(raw), "sha256": upload.sha256[:16], "platform": platform.pk if platform else None},
+        )
+    return upload
+
+
+def _check_intended_patient(parsed: ParsedTranscript, intended: Patient) -> None:
+    """A file that names another patient is refused: filing a conversation under the wrong
+    person is worse than not filing it."""
+    if not parsed.patient:
+        return
+    matched = patient_match(reference=parsed.patient)
+    if matched is not None and matched.pk != intended.pk:
+        raise ValidationFailed("the file names another patient", errors=[f"patient: the file names {parsed.patient[:60]}, not the patient this upload is for"])
+    if matched is None and parsed.patient.startswith("Patient/") and parsed.patient != intended.reference:
+        raise ValidationFailed("the file names another patient", errors=[f"patient: the file names {parsed.patient[:60]}, not {intended.reference}"])
+
+
+def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: AbstractBaseUser | None = None) -> Upload:
+    """Parse and validate all-or-nothing, match the patient (or hold), then add only new sessions.
+
+    Idempotent: the same file again adds nothing; a longer export adds only the sessions not seen;
+    a known session id with different content is reported as a conflict and left as it was; a
+    withdrawn session is never brought back by a re-sent export.
+    """
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        if upload.sealed_at is not None or upload.status in (Upload.Status.IMPORTED, Upload.Status.WITHDRAWN, Upload.Status.INVALID):
+            return upload
+        try:
+            parsed = parse_transcript(bytes(upload.raw), filename=upload.filename, max_bytes=max_upload_bytes())
+            if upload.patient is not None:
+                _check_intended_patient(parsed, upload.patient)
+        except ValidationFailed as exc:
+            upload.status = Upload.Status.INVALID
+            upload.errors = exc.errors or [exc.message]
+            upload.save(update_fields=["status", "errors", "updated_at"])
+            audit_record(action="transcript.import", actor=actor, outcome="error", patient_pk=upload.patient_id, object_type="upload",
+                         object_id=upload.pk, details={"reason": "invalid", "errors": len(upload.errors)})
+            return upload
+        upload.format = parsed.format
+        upload.patient_ref = parsed.patient[:200]
+        patient = upload.patient or (patient_match(reference=parsed.patient) if parsed.patient else None)
+        if patient is None:
+            upload.status = Upload.Status.HELD
+            upload.summary = {"sessions": [s.id for s in parsed.sessions]}
+            upload.save(update_fields=["format", "patient_ref", "status", "summary", "updated_at"])
+            audit_record(action="transcript.import", actor=actor, object_type="upload", object_id=upload.pk,
+                         details={"outcome": "held", "sessions": len(parsed.sessions)})
+            return upload
+        summary = _sessions_store(upload=upload, patient=patient, parsed=parsed)
+        upload.patient = patient
+        upload.status = Upload.Status.IMPORTED
+        upload.errors = []
+        upload.summary = summary
+        upload.save(update_fields=["patient", "format", "patient_ref", "status", "errors", "summary", "updated_at"])
+        audit_record(action="transcript.import", actor=actor, patient_pk=patient.pk, object_type="upload", object_id=upload.pk,
+                     details={"added": len(summary["added"]), "unchanged": len(summary["unchanged"]),
+                              "conflicts": len(summary["conflicts"]), "withdrawn": len(summary["withdrawn"])})
+        if start_pipeline and summary["added"]:
+            from reconcile_app.pipeline import pipeline_kick
+
+            pipeline_kick(patient_id=patient.pk)
+    return upload
+
+
+def _sessions_store(*, upload: Upload, patient: Patient, parsed: ParsedTranscript) -> dict[str, Any]:
+    # Serialize imports per patient on the pipeline row, so two uploads of one export cannot
+    # race for the same session id (the unique constraint would turn one into an error).
+    PatientPipeline.objects.get_or_create(patient=patient)
+    PatientPipeline.objects.select_for_update().get(patient=patient)
+    existing = {s.external_id: s for s in Session.objects.filter(patient=patient, external_id__in=[p.id for p in parsed.sessions])}
+    summary: dict[str, Any] = {"sessions": [s.id for s in parsed.sessions], "added": [], "unchanged": [], "conflicts": [], "withdrawn": []}
+    for ps in parsed.sessions:
+        digest = parsed_session_sha256(ps)
+        known = existing.get(ps.id)
+        if known is not None:
+            if known.withdrawn_at is not None:
+                summary["withdrawn"].append(ps.id)
+            elif known.content_sha256 == digest:
+                summary["unchanged"].append(ps.id)
+            else:
+                summary["conflicts"].append({"session": ps.id, "reason": "a session with this id was imported before with different content"})
+            continue
+        session = Session.objects.create(patient=patient, upload=upload, external_id=ps.id, started_at=ps.started_at, content_sha256=digest)
+        Turn.objects.bulk_create(
+            Turn(session=session, external_id=t.id, seq=i, speaker=t.speaker, speaker_label=t.speaker_label[:60], at=t.at, text=t.text)
+            for i, t in enumerate(ps.turns, start=1)
+        )
+        summary["added"].append(ps.id)
+    return summary
+
+
+def upload_map(*, upload_id: int, patient: Patient, user: AbstractBaseUser) -> Upload:
+    """An admin names the patient of a held upload; the import then runs as if it had matched."""
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        if upload.status != Upload.Status.HELD or upload.sealed_at is not None:
+            raise PermanentError("only a held upload can be mapped to a patient")
+        upload.patient = patient
+        upload.status = Upload.Status.RECEIVED
+        upload.save(update_fields=["patient", "status", "updated_at"])
+        audit_record(action="transcript.map", actor=user, patient_pk=patient.pk, object_type="upload", object_id=upload.pk,
+                     details={"from_status": "held"})
+    return upload_import(upload_id=upload.pk, actor=user)
+
+
+@transaction.atomic
+def session_withdraw(*, session_id: int, user: AbstractBaseUser | None, reason: str = "") -> Session:
+    """Consent withdrawal for one session: memories and findings go (findings and triage items
+    cascade from memories), the turns' text goes, the session row stays as a tombstone so a
+    re-sent export cannot bring it back, and the audit trail keeps the decision."""
+    from reconcile_app.narrative.services import memories_revoke_for_session
+
+    session = Session.objects.select_for_update().get(pk=session_id)
+    if session.withdrawn_at is not None:
+        return session
+    revoked = memories_revoke_for_session(session=session)
+    session.turns.all().delete()
+    session.withdrawn_at = timezone.now()
+    session.pipeline_status = Session.Pipeline.WITHDRAWN
+    session.pipeline_error = ""
+    session.save(update_fields=["withdrawn_at", "pipeline_status", "pipeline_error"])
+    audit_record(action="transcript.withdraw", actor=user, patient_pk=session.patient_id, object_type="session", object_id=session.pk,
+                 details={"memories_removed": revoked, "reason": reason[:100]})
+    return session
+
+
+@transaction.atomic
+def upload_withdraw(*, upload_id: int, user: AbstractBaseUser | None, reason: str = "") -> Upload:
+    """Withdraw every session the upload contains; keep its raw bytes, sealed (never processed again)."""
+    upload = Upload.objects.select_for_update().get(pk=upload_id)
+    names = list((upload.summary or {}).get("sessions", []))
+    sessions = Session.objects.filter(upload=upload) | (
+        Session.objects.filter(patient_id=upload.patient_id, external_id__in=names) if upload.patient_id else Session.objects.none()
+    )
+    for session in sessions.distinct():
+        session_withdraw(session_id=session.pk, user=user, reason=reason)
+    upload.sealed_at = upload.sealed_at or timezone.now()
+    upload.status = Upload.Status.WITHDRAWN
+    upload.save(update_fields=["sealed_at", "status", "updated_at"])
+    audit_record(action="transcript.withdraw", actor=user, patient_pk=upload.patient_id, object_type="upload", object_id=upload.pk,
+                 details={"sessions": len(names), "reason": reason[:100]})
+    return upload
+
+
+def session_retry(*, session_id: int, user: AbstractBaseUser | None) -> Session:
+    """Put a failed session back in the queue (its runs are reused or redone idempotently)."""
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session_id)
+        if session.pipeline_status != Session.Pipeline.FAILED:
+            raise PermanentError("only a failed session can be retried")
+        session.pipeline_status = Session.Pipeline.PENDING
+        session.pipeline_error = ""
+        session.save(update_fields=["pipeline_status", "pipeline_error"])
+        audit_record(action="transcript.retry", actor=user, patient_pk=session.patient_id, object_type="session", object_id=session.pk)
+        from reconcile_app.pipeline import pipeline_kick
+
+        pipeline_kick(patient_id=session.patient_id)
+    return session
+
+
+def token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@transaction.atomic
+def platform_create(*, name: str, webhook_url: str = "") -> tuple[CoachingPlatform, str]:
+    """A platform and its bearer token; only the hash is stored, so the token is shown once."""
+    token = "rct_" + secrets.token_urlsafe(32)
+    platform = CoachingPlatform.objects.create(name=name, token_hash=token_sha256(token), token_prefix=token[:12], webhook_url=webhook_url)
+    audit_record(action="platform.create", object_type="platform", object_id=platform.pk, details={"prefix": platform.token_prefix})
+    return platform, token
+
+
+@transaction.atomic
+def platform_revoke(*, platform_id: int, user: AbstractBaseUser | None = None) -> CoachingPlatform:
+    platform = CoachingPlatform.objects.select_for_update().get(pk=platform_id)
+    platform.active = False
+    platform.revoked_at = platform.revoked_at or timezone.now()
+    platform.save(update_fields=["active", "revoked_at", "updated_at"])
+    audit_record(action="platform.revoke", actor=user, object_type="platform", object_id=platform.pk)
+    return platform
