@@ -1,0 +1,200 @@
+"""Triage: one work item per discrepancy, its append-only workflow log, routing rules and write-backs."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from reconcile_app.core.models import TimeStampedModel
+
+OPEN_STATUSES = ("new", "in_review", "escalated")
+
+
+class TriageItem(models.Model):
+    """A discrepancy finding under review. Finding columns are copied here so the queue's
+    filters and sort never join the findings table (100,000 rows must stay fast)."""
+
+    class Status(models.TextChoices):
+        NEW = "new", "New"
+        IN_REVIEW = "in_review", "In review"
+        CONFIRMED = "confirmed", "Confirmed"
+        DISMISSED = "dismissed", "Dismissed"
+        RESOLVED = "resolved", "Resolved"
+        ESCALATED = "escalated", "Escalated"
+
+    class DismissReason(models.TextChoices):
+        ALREADY_KNOWN = "already_known", "Already known"
+        PATIENT_MISUNDERSTOOD = "patient_misunderstood", "Patient misunderstood"
+        NOT_RELEVANT = "not_clinically_relevant", "Not clinically relevant"
+        DUPLICATE = "duplicate", "Duplicate"
+        OTHER = "other", "Other"
+
+    class ActionStatus(models.TextChoices):
+        NONE = "", "None"
+        PENDING = "pending", "Pending"
+        DONE = "done", "Done"
+        RETRYING = "retrying", "Retrying"
+        FAILED = "failed", "Failed"
+
+    finding = models.OneToOneField("reconciliation.Finding", on_delete=models.CASCADE, related_name="triage_item")
+    patient = models.ForeignKey("fhir.Patient", on_delete=models.CASCADE, related_name="triage_items")
+    kind = models.CharField(max_length=25)
+    severity = models.CharField(max_length=6)
+    severity_rank = models.PositiveSmallIntegerField()  # low 1, medium 2, high 3
+    safety_critical = models.BooleanField(default=False)
+    # The default sort (safety first, then severity, then age) folded into one ascending
+    # column: 0 = safety-critical high … 5 = low. One column lets the keyset cursor be a
+    # plain row comparison `(band, created_at, id) > (…)` that walks one index in order.
+    band = models.PositiveSmallIntegerField()
+    category = models.CharField(max_length=20, blank=True)
+    # "|MedicationRequest|Condition|": portable across SQLite and PostgreSQL, filtered with
+    # `contains="|Type|"`; the cited types of one finding are few.
+    resource_types = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()  # the finding's creation time: the age the queue shows
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
+    queue = models.CharField(max_length=80, blank=True)
+    priority = models.PositiveSmallIntegerField(default=3)
+    sla_due_at = models.DateTimeField(null=True, blank=True)
+    rule = models.ForeignKey("RoutingRule", null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="triage_items")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    dismiss_reason = models.CharField(max_length=30, choices=DismissReason.choices, blank=True)
+    dismiss_text = models.CharField(max_length=300, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    # The routing action's delivery (alert, clarification request), visible on the finding.
+    action = models.CharField(max_length=20, blank=True)
+    action_status = models.CharField(max_length=10, choices=ActionStatus.choices, blank=True)
+    action_attempts = models.PositiveSmallIntegerField(default=0)
+    action_error = models.CharField(max_length=300, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            # The queue's default page: open items in urgency order. Partial, so closed
+            # items (the bulk after months of use) never bloat it.
+            models.Index(fields=["band", "created_at", "id"], condition=Q(status__in=OPEN_STATUSES), name="triage_open_urgency_idx"),
+            # Same order over every status (status filter = any/closed).
+            models.Index(fields=["status", "band", "created_at", "id"], name="triage_status_urgency_idx"),
+            # One patient's items (clinician view, patient filter, CDS Hooks).
+            models.Index(fields=["patient", "status", "band"], name="triage_patient_idx"),
+            # "Assigned to me" and the SLA sweep.
+            models.Index(fields=["assignee", "status"], name="triage_assignee_idx"),
+            models.Index(fields=["sla_due_at"], condition=Q(status__in=("new", "in_review")), name="triage_sla_open_idx"),
+            # Newest-first sort.
+            models.Index(fields=["-created_at", "-id"], name="triage_newest_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Triage item #{self.pk} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATUSES
+
+    @property
+    def resource_type_list(self) -> list[str]:
+        return [t for t in self.resource_types.split("|") if t]
+
+
+class TriageEvent(models.Model):
+    """Append-only workflow log of an item."""
+
+    item = models.ForeignKey(TriageItem, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=30)
+    from_status = models.CharField(max_length=10, blank=True)
+    to_status = models.CharField(max_length=10, blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["action", "at"], name="triage_event_action_idx")]
+
+    def save(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        if self.pk is not None:
+            raise RuntimeError("triage events are append-only")
+        super().save(*args, **kwargs)
+
+
+class TriageNote(models.Model):
+    item = models.ForeignKey(TriageItem, on_delete=models.CASCADE, related_name="notes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+
+class TriageAlert(models.Model):
+    """An in-app alert to the care team (the email copy goes through Django's email backend)."""
+
+    item = models.ForeignKey(TriageItem, on_delete=models.CASCADE, related_name="alerts")
+    reason = models.CharField(max_length=20)  # routed / sla_breach
+    created_at = models.DateTimeField(auto_now_add=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["created_at"], condition=Q(acknowledged_at__isnull=True), name="triage_alert_open_idx")]
+
+
+class RoutingRule(TimeStampedModel):
+    """First enabled rule (by `order`) that matches a new item sets its queue, priority, SLA and action."""
+
+    class Action(models.TextChoices):
+        ALERT_CARE_TEAM = "alert_care_team", "Alert the care team (in-app and email)"
+        ASK_COACH_CLARIFY = "ask_coach_clarify", "Ask the coach to clarify with the patient"
+        LOG_NEXT_VISIT = "log_next_visit", "Log for the next visit"
+
+    class Safety(models.TextChoices):
+        ANY = "", "Any"
+        YES = "yes", "Safety-critical only"
+        NO = "no", "Not safety-critical"
+
+    order = models.PositiveIntegerField(default=100)
+    name = models.CharField(max_length=120)
+    enabled = models.BooleanField(default=True)
+    match_kind = models.CharField(max_length=25, blank=True, help_text="Blank matches any kind.")
+    match_severity = models.CharField(max_length=6, blank=True, help_text="Blank matches any severity.")
+    match_safety = models.CharField(max_length=3, choices=Safety.choices, blank=True)
+    match_category = models.CharField(max_length=20, blank=True)
+    match_resource_type = models.CharField(max_length=40, blank=True)
+    queue = models.CharField(max_length=80)
+    priority = models.PositiveSmallIntegerField(default=3, help_text="1 is most urgent.")
+    sla_minutes = models.PositiveIntegerField(default=24 * 60)
+    action = models.CharField(max_length=20, choices=Action.choices, default=Action.LOG_NEXT_VISIT)
+
+    class Meta:
+        ordering = ["order", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WriteBack(TimeStampedModel):
+    """The confirmed finding written to the EHR; failures retry and stay visible here."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RETRYING = "retrying", "Retrying"
+        DONE = "done", "Written"
+        FAILED = "failed", "Failed"
+
+    item = models.OneToOneField(TriageItem, on_delete=models.CASCADE, related_name="writeback")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    base_url = models.URLField(max_length=400, blank=True)
+    resource_type = models.CharField(max_length=30, blank=True)
+    resource_id = models.CharField(max_length=64, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    written_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Write-back #{self.pk} ({self.status})"

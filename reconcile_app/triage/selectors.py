@@ -1,0 +1,364 @@
+"""Reads of triage: the queue (filters, keyset pages, counts), a finding's side-by-side view, the dashboard."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone as dt_timezone
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import connection
+from django.db.models import BooleanField, Count, F, Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import TruncWeek
+from django.utils import timezone
+
+from reconcile_app.fhir.clinical import ClinicalEntry, safety_context
+from reconcile_app.fhir.selectors import clinical_record_for
+from reconcile_app.narrative.models import Memory
+from reconcile_app.narrative.selectors import memory_history
+from reconcile_app.reconciliation.models import Finding
+from reconcile_app.transcripts.models import Turn
+
+from .display import entry_view
+from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem
+from .routing import RuleSpec
+
+EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+PAGE_SIZE = 50
+DUE_SOON = timedelta(hours=4)
+TABLE = TriageItem._meta.db_table
+
+
+# --- cursor ---------------------------------------------------------------------------------
+
+
+def _micros(value: datetime) -> int:
+    return (value - EPOCH) // timedelta(microseconds=1)
+
+
+def _from_micros(value: int) -> datetime:
+    return EPOCH + timedelta(microseconds=value)
+
+
+def cursor_for(item: TriageItem, sort: str) -> str:
+    if sort == "urgency":
+        return f"{item.band}.{_micros(item.created_at)}.{item.pk}"
+    return f"{_micros(item.created_at)}.{item.pk}"
+
+
+def _after(qs: QuerySet[TriageItem], sort: str, cursor: str) -> QuerySet[TriageItem]:
+    """Keyset: a row comparison that walks the sort index from the cursor (no OFFSET)."""
+    parts = [int(p) for p in cursor.split(".")]
+    adapt = connection.ops.adapt_datetimefield_value
+    if sort == "urgency" and len(parts) == 3:
+        sql = f'("{TABLE}"."band", "{TABLE}"."created_at", "{TABLE}"."id") > (%s, %s, %s)'
+        params: list[Any] = [parts[0], adapt(_from_micros(parts[1])), parts[2]]
+    elif sort in ("oldest", "newest") and len(parts) == 2:
+        op = ">" if sort == "oldest" else "<"
+        sql = f'("{TABLE}"."created_at", "{TABLE}"."id") {op} (%s, %s)'
+        params = [adapt(_from_micros(parts[0])), parts[1]]
+    else:
+        return qs
+    return qs.filter(RawSQL(sql, params, output_field=BooleanField()))
+
+
+ORDERINGS = {
+    "urgency": ("band", "created_at", "id"),
+    "oldest": ("created_at", "id"),
+    "newest": ("-created_at", "-id"),
+}
+
+
+# --- queue ----------------------------------------------------------------------------------
+
+
+def _status_filter(qs: QuerySet[TriageItem], status: str) -> QuerySet[TriageItem]:
+    if status in ("", "open"):
+        return qs.filter(status__in=OPEN_STATUSES)
+    if status == "closed":
+        return qs.filter(status__in=("confirmed", "dismissed", "resolved"))
+    if status == "all":
+        return qs
+    return qs.filter(status=status)
+
+
+def triage_item_filter(*, filters: dict[str, Any], user: User | None, now: datetime | None = None, skip_status: bool = False) -> QuerySet[TriageItem]:
+    """The queue's WHERE clause from a validated QueueFilterForm's cleaned_data."""
+    now = now or timezone.now()
+    qs = TriageItem.objects.all()
+    if not skip_status:
+        qs = _status_filter(qs, filters.get("status") or "open")
+    if filters.get("severity"):
+        qs = qs.filter(severity=filters["severity"])
+    if filters.get("safety") == "yes":
+        qs = qs.filter(safety_critical=True)
+    elif filters.get("safety") == "no":
+        qs = qs.filter(safety_critical=False)
+    if filters.get("kind"):
+        qs = qs.filter(kind=filters["kind"])
+    if filters.get("category"):
+        qs = qs.filter(category=filters["category"])
+    if filters.get("resource_type"):
+        qs = qs.filter(resource_types__contains=f"|{filters['resource_type']}|")
+    if filters.get("patient"):
+        qs = qs.filter(patient_id=filters["patient"])
+    if filters.get("queue"):
+        qs = qs.filter(queue=filters["queue"])
+    if filters.get("mine") and user is not None:
+        qs = qs.filter(assignee=user)
+    age = filters.get("age")
+    if age == "lt1d":
+        qs = qs.filter(created_at__gte=now - timedelta(days=1))
+    elif age == "1to7d":
+        qs = qs.filter(created_at__lt=now - timedelta(days=1), created_at__gte=now - timedelta(days=7))
+    elif age == "gt7d":
+        qs = qs.filter(created_at__lt=now - timedelta(days=7))
+    sla = filters.get("sla")
+    if sla == "breached":
+        qs = qs.filter(sla_due_at__lt=now)
+    elif sla == "due_soon":
+        qs = qs.filter(sla_due_at__gte=now, sla_due_at__lt=now + DUE_SOON)
+    elif sla == "ok":
+        qs = qs.filter(Q(sla_due_at__gte=now + DUE_SOON) | Q(sla_due_at__isnull=True))
+    return qs
+
+
+@dataclass
+class QueuePage:
+    items: list[TriageItem]
+    next_cursor: str = ""
+    sort: str = "urgency"
+
+
+def triage_queue_page(*, filters: dict[str, Any], user: User | None, limit: int = PAGE_SIZE, now: datetime | None = None) -> QueuePage:
+    sort = filters.get("sort") or "urgency"
+    qs = triage_item_filter(filters=filters, user=user, now=now)
+    if filters.get("after"):
+        qs = _after(qs, sort, filters["after"])
+    rows = list(
+        qs.select_related("patient", "assignee")
+        .only("id", "finding_id", "patient__id", "patient__display_name", "patient__fhir_id", "assignee__id", "assignee__username",
+              "assignee__first_name", "assignee__last_name", "kind", "severity", "safety_critical", "band", "category",
+              "resource_types", "created_at", "status", "queue", "priority", "sla_due_at")
+        .order_by(*ORDERINGS[sort])[: limit + 1]
+    )
+    next_cursor = cursor_for(rows[limit - 1], sort) if len(rows) > limit else ""
+    return QueuePage(items=rows[:limit], next_cursor=next_cursor, sort=sort)
+
+
+def triage_queue_counts(*, filters: dict[str, Any], user: User | None, now: datetime | None = None) -> dict[str, Any]:
+    """Counts per filter value. Statuses are counted with every other filter applied; the rest over
+    the current result. Two aggregate queries, whatever the number of facets."""
+    now = now or timezone.now()
+    by_status = dict(
+        triage_item_filter(filters=filters, user=user, now=now, skip_status=True)
+        .values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    by_status["open"] = sum(by_status.get(s, 0) for s in OPEN_STATUSES)
+    by_status["closed"] = sum(by_status.get(s, 0) for s in ("confirmed", "dismissed", "resolved"))
+    by_status["all"] = by_status["open"] + by_status["closed"]
+    qs = triage_item_filter(filters=filters, user=user, now=now)
+    aggregates: dict[str, Any] = {
+        "total": Count("id"),
+        "safety_yes": Count("id", filter=Q(safety_critical=True)),
+        "safety_no": Count("id", filter=Q(safety_critical=False)),
+        "sla_breached": Count("id", filter=Q(sla_due_at__lt=now)),
+        "sla_due_soon": Count("id", filter=Q(sla_due_at__gte=now, sla_due_at__lt=now + DUE_SOON)),
+        "sla_ok": Count("id", filter=Q(sla_due_at__gte=now + DUE_SOON) | Q(sla_due_at__isnull=True)),
+        "age_lt1d": Count("id", filter=Q(created_at__gte=now - timedelta(days=1))),
+        "age_1to7d": Count("id", filter=Q(created_at__lt=now - timedelta(days=1), created_at__gte=now - timedelta(days=7))),
+        "age_gt7d": Count("id", filter=Q(created_at__lt=now - timedelta(days=7))),
+    }
+    if user is not None:
+        aggregates["mine"] = Count("id", filter=Q(assignee=user))
+    for sev in ("high", "medium", "low"):
+        aggregates[f"severity_{sev}"] = Count("id", filter=Q(severity=sev))
+    for kind in ("contradiction", "gap"):
+        aggregates[f"kind_{kind}"] = Count("id", filter=Q(kind=kind))
+    for cat in ("medication", "condition", "allergy", "procedure", "immunization", "observation", "careplan"):
+        aggregates[f"category_{cat}"] = Count("id", filter=Q(category=cat))
+    counts = qs.aggregate(**aggregates)
+    counts["status"] = by_status
+    return counts
+
+
+def triage_items_for_ids(*, ids: list[int]) -> QuerySet[TriageItem]:
+    return TriageItem.objects.filter(finding_id__in=ids).select_related("patient")
+
+
+def triage_patient_items(*, patient_pk: int, include_closed: bool = True) -> QuerySet[TriageItem]:
+    qs = TriageItem.objects.filter(patient_id=patient_pk)
+    if not include_closed:
+        qs = qs.filter(status__in=OPEN_STATUSES)
+    return qs.select_related("patient", "assignee", "finding").order_by("band", "created_at", "id")
+
+
+def alerts_open(*, limit: int = 20) -> list[TriageAlert]:
+    return list(TriageAlert.objects.filter(acknowledged_at__isnull=True).select_related("item", "item__patient")[:limit])
+
+
+def nurse_choices() -> QuerySet[User]:
+    return User.objects.filter(groups__name__in=("nurse", "admin"), is_active=True).distinct().order_by("username")
+
+
+# --- finding detail -------------------------------------------------------------------------
+
+
+@dataclass
+class TurnView:
+    turn: Turn
+    highlighted: bool
+
+
+@dataclass
+class FindingDetail:
+    item: TriageItem
+    finding: Finding
+    memory: Memory
+    turns: list[TurnView]
+    history: list[Memory]
+    cited: list[dict[str, Any]]
+    safety: Any
+    earlier: list[TriageItem]
+    events: list[TriageEvent]
+    notes: list[Any]
+    writeback: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+CONTEXT_TURNS = 2
+
+
+def finding_detail(*, item: TriageItem) -> FindingDetail:
+    finding = Finding.objects.select_related("memory__turn", "memory__session", "session", "snapshot", "run").get(pk=item.finding_id)
+    memory = finding.memory
+    quoted = set(memory.turn_ids or []) | {memory.turn.external_id}
+    seqs = [t.seq for t in Turn.objects.filter(session_id=memory.session_id, external_id__in=quoted)] or [memory.turn.seq]
+    turns = [
+        TurnView(turn=t, highlighted=t.external_id in quoted)
+        for t in Turn.objects.filter(session_id=memory.session_id, seq__gte=min(seqs) - CONTEXT_TURNS, seq__lte=max(seqs) + CONTEXT_TURNS).order_by("seq")
+    ]
+    record = clinical_record_for(snapshot=finding.snapshot)
+    cited = []
+    for c in finding.citations or []:
+        if not isinstance(c, dict):
+            continue
+        entry: ClinicalEntry | None = record.get(str(c.get("resourceType", "")), str(c.get("id", "")))
+        cited.append(entry_view(citation=c, entry=entry))
+    keys = {(c.get("resourceType"), c.get("id")) for c in finding.citations or [] if isinstance(c, dict)}
+    earlier = [
+        other
+        for other in TriageItem.objects.filter(patient_id=item.patient_id).exclude(pk=item.pk).select_related("finding").order_by("-created_at")[:200]
+        if keys & {(c.get("resourceType"), c.get("id")) for c in other.finding.citations or [] if isinstance(c, dict)}
+    ]
+    return FindingDetail(
+        item=item,
+        finding=finding,
+        memory=memory,
+        turns=turns,
+        history=memory_history(memory=memory),
+        cited=cited,
+        safety=safety_context(record),
+        earlier=earlier[:20],
+        events=list(item.events.select_related("actor")),
+        notes=list(item.notes.select_related("author")),
+        writeback=getattr(item, "writeback", None) if _has_writeback(item) else None,
+    )
+
+
+def _has_writeback(item: TriageItem) -> bool:
+    from .models import WriteBack
+
+    return WriteBack.objects.filter(item=item).exists()
+
+
+# --- routing rule preview -------------------------------------------------------------------
+
+
+def rule_preview(*, spec: RuleSpec, limit: int = 20) -> tuple[int, list[TriageItem]]:
+    """Current open items the rule's criteria catch (the same test as routing.rule_matches)."""
+    qs = TriageItem.objects.filter(status__in=OPEN_STATUSES)
+    if spec.match_kind:
+        qs = qs.filter(kind=spec.match_kind)
+    if spec.match_severity:
+        qs = qs.filter(severity=spec.match_severity)
+    if spec.match_safety == "yes":
+        qs = qs.filter(safety_critical=True)
+    elif spec.match_safety == "no":
+        qs = qs.filter(safety_critical=False)
+    if spec.match_category:
+        qs = qs.filter(category=spec.match_category)
+    if spec.match_resource_type:
+        qs = qs.filter(resource_types__contains=f"|{spec.match_resource_type}|")
+    return qs.count(), list(qs.select_related("patient").order_by("band", "created_at", "id")[:limit])
+
+
+def routing_rule_list() -> QuerySet[RoutingRule]:
+    return RoutingRule.objects.annotate(open_items=Count("items", filter=Q(items__status__in=OPEN_STATUSES))).order_by("order", "id")
+
+
+# --- dashboard ------------------------------------------------------------------------------
+
+
+AGE_BUCKETS = (("< 1 day", 0, 1), ("1-3 days", 1, 3), ("3-7 days", 3, 7), ("> 7 days", 7, None))
+
+
+def dashboard_stats(*, now: datetime | None = None, weeks: int = 8) -> dict[str, Any]:
+    now = now or timezone.now()
+    open_qs = TriageItem.objects.filter(status__in=OPEN_STATUSES)
+    aggregates = {}
+    for sev in ("high", "medium", "low"):
+        for i, (_, lo, hi) in enumerate(AGE_BUCKETS):
+            cond = Q(severity=sev, created_at__lte=now - timedelta(days=lo))
+            if hi is not None:
+                cond &= Q(created_at__gt=now - timedelta(days=hi))
+            aggregates[f"{sev}_{i}"] = Count("id", filter=cond)
+    aggregates["breached"] = Count("id", filter=Q(sla_due_at__lt=now))
+    aggregates["safety"] = Count("id", filter=Q(safety_critical=True))
+    aggregates["total"] = Count("id")
+    raw = open_qs.aggregate(**aggregates)
+    open_by = {sev: {label: raw[f"{sev}_{i}"] for i, (label, _, _) in enumerate(AGE_BUCKETS)} for sev in ("high", "medium", "low")}
+
+    since = now - timedelta(days=30)
+    decided = TriageItem.objects.filter(decided_at__gte=since).aggregate(
+        on_time=Count("id", filter=Q(decided_at__lte=F("sla_due_at"))),
+        late=Count("id", filter=Q(decided_at__gt=F("sla_due_at"))),
+    )
+    sla_total = decided["on_time"] + decided["late"]
+
+    start = now - timedelta(weeks=weeks)
+    weekly: dict[Any, dict[str, int]] = defaultdict(lambda: {"confirm": 0, "dismiss": 0, "resolve": 0})
+    for row in (
+        TriageEvent.objects.filter(at__gte=start, action__in=("confirm", "dismiss", "resolve"))
+        .annotate(week=TruncWeek("at")).values("week", "action").annotate(n=Count("id"))
+    ):
+        week = row["week"].date() if hasattr(row["week"], "date") else row["week"]
+        weekly[week][row["action"]] += row["n"]
+
+    precision = []
+    for row in (
+        TriageItem.objects.exclude(category="").values("category")
+        .annotate(
+            confirmed=Count("id", filter=Q(status__in=("confirmed", "resolved"))),
+            dismissed=Count("id", filter=Q(status="dismissed")),
+        ).order_by("category")
+    ):
+        decided_n = row["confirmed"] + row["dismissed"]
+        precision.append({
+            "category": row["category"], "confirmed": row["confirmed"], "dismissed": row["dismissed"],
+            "precision": (row["confirmed"] / decided_n) if decided_n else None,
+        })
+    return {
+        "open_by": open_by,
+        "age_labels": [label for label, _, _ in AGE_BUCKETS],
+        "open_total": raw["total"],
+        "open_safety": raw["safety"],
+        "open_breached": raw["breached"],
+        "sla_on_time": decided["on_time"],
+        "sla_late": decided["late"],
+        "sla_compliance": (decided["on_time"] / sla_total) if sla_total else None,
+        "weekly": sorted(weekly.items()),
+        "precision": precision,
+    }
+

@@ -1,0 +1,478 @@
+"""Write side of triage: routing new discrepancies, the review workflow, alerts, clarifications and write-back."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from reconcile_app.audit.services import audit_record
+from reconcile_app.core.exceptions import PermanentError, RetryableError, ValidationFailed
+from reconcile_app.core.roles import Role
+from reconcile_app.reconciliation.models import Finding
+
+from . import client
+from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageNote, WriteBack
+from .routing import RoutingFacts, RuleSpec, resource_types_text, route, severity_rank, urgency_band
+from .writeback import BUILDERS, WriteBackFacts
+
+logger = logging.getLogger(__name__)
+
+S = TriageItem.Status
+DISCREPANCY_KINDS = (Finding.Kind.CONTRADICTION, Finding.Kind.GAP)
+DEFAULT_SLA_MINUTES = 7 * 24 * 60
+
+
+class TransitionRefused(ValidationFailed):
+    """The item is no longer in a state that allows the step (someone else acted first)."""
+
+
+# --- routing --------------------------------------------------------------------------------
+
+
+def rule_spec(rule: RoutingRule) -> RuleSpec:
+    return RuleSpec(
+        id=rule.pk or 0, order=rule.order, name=rule.name, enabled=rule.enabled, match_kind=rule.match_kind,
+        match_severity=rule.match_severity, match_safety=rule.match_safety, match_category=rule.match_category,
+        match_resource_type=rule.match_resource_type, queue=rule.queue, priority=rule.priority,
+        sla_minutes=rule.sla_minutes, action=rule.action,
+    )
+
+
+def routing_facts(finding: Finding) -> RoutingFacts:
+    return RoutingFacts(
+        kind=finding.kind, severity=finding.severity, safety_critical=finding.safety_critical, category=finding.category,
+        resource_types=tuple(c.get("resourceType", "") for c in finding.citations or [] if isinstance(c, dict)),
+    )
+
+
+def triage_items_route(*, findings: Iterable[Finding]) -> list[TriageItem]:
+    """Create one item per discrepancy (idempotent: a finding already routed keeps its item),
+    apply the first matching enabled rule and perform its action."""
+    rules = [rule_spec(r) for r in RoutingRule.objects.filter(enabled=True)]
+    by_id = {r.id: r for r in RoutingRule.objects.filter(enabled=True)}
+    created: list[TriageItem] = []
+    for finding in findings:
+        if finding.kind not in DISCREPANCY_KINDS:
+            continue
+        with transaction.atomic():
+            existing = TriageItem.objects.filter(finding=finding).first()
+            if existing is not None:
+                created.append(existing)
+                continue
+            facts = routing_facts(finding)
+            rule = route(facts, rules)
+            now = timezone.now()
+            item = TriageItem.objects.create(
+                finding=finding,
+                patient_id=finding.patient_id,
+                kind=finding.kind,
+                severity=finding.severity,
+                severity_rank=severity_rank(finding.severity),
+                safety_critical=finding.safety_critical,
+                band=urgency_band(safety_critical=finding.safety_critical, severity=finding.severity),
+                category=finding.category,
+                resource_types=resource_types_text(facts.resource_types),
+                created_at=finding.created_at or now,
+                queue=rule.queue if rule else "Unrouted",
+                priority=rule.priority if rule else 3,
+                sla_due_at=now + timedelta(minutes=rule.sla_minutes if rule else DEFAULT_SLA_MINUTES),
+                rule=by_id.get(rule.id) if rule else None,
+                action=rule.action if rule else "",
+            )
+            TriageEvent.objects.create(item=item, action="routed", to_status=S.NEW, note=(rule.name if rule else "no rule matched")[:300])
+            audit_record(action="triage.route", patient_pk=item.patient_id, object_type="finding", object_id=finding.pk,
+                         details={"rule": rule.id if rule else None, "queue": item.queue[:80]})
+            if rule is not None:
+                _action_perform(item=item, action=rule.action)
+            created.append(item)
+    return created
+
+
+def _action_perform(*, item: TriageItem, action: str) -> None:
+    if action == RoutingRule.Action.ALERT_CARE_TEAM:
+        care_team_alert(item=item, reason="routed")
+        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.DONE)
+    elif action == RoutingRule.Action.ASK_COACH_CLARIFY:
+        from .tasks import clarification_send_task
+
+        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.PENDING)
+        clarification_send_task.delay_on_commit(item.pk)
+    elif action == RoutingRule.Action.LOG_NEXT_VISIT:
+        TriageEvent.objects.create(item=item, action="logged_next_visit", from_status=item.status, to_status=item.status)
+        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.DONE)
+
+
+def finding_url(finding_id: int) -> str:
+    return settings.PUBLIC_BASE_URL.rstrip("/") + reverse("triage:finding_detail", args=[finding_id])
+
+
+def care_team_alert(*, item: TriageItem, reason: str) -> TriageAlert:
+    """In-app alert plus an email. The email carries a link and ids only: mail is not a place for PHI."""
+    alert = TriageAlert.objects.create(item=item, reason=reason)
+    recipients = list(getattr(settings, "TRIAGE_ALERT_EMAILS", []) or [])
+    if not recipients:
+        recipients = list(
+            User.objects.filter(groups__name=Role.NURSE.value, is_active=True).exclude(email="").values_list("email", flat=True)
+        )
+    if recipients:
+        subject = "Safety-critical finding to review" if item.safety_critical else "Finding to review"
+        if reason == "sla_breach":
+            subject = "Review overdue: finding escalated"
+        body = f"Finding #{item.finding_id} ({item.queue}, {item.severity}) needs review:\n{finding_url(item.finding_id)}\n"
+        try:
+            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
+        except OSError:
+            # The in-app alert stands; the failed mail is visible on the item.
+            TriageItem.objects.filter(pk=item.pk).update(action_error="alert email could not be sent")
+            logger.warning("alert email failed for triage item %s", item.pk)
+    return alert
+
+
+def clarification_send(*, item_id: int) -> TriageItem:
+    """Deliver the clarification request for the item to its session's coaching platform."""
+    item = TriageItem.objects.select_related("finding__memory", "finding__session__upload__platform").get(pk=item_id)
+    if item.action_status == TriageItem.ActionStatus.DONE:
+        return item
+    finding = item.finding
+    platform = finding.session.upload.platform
+    TriageItem.objects.filter(pk=item.pk).update(action_attempts=item.action_attempts + 1)
+    if platform is None or not platform.webhook_url or not platform.active:
+        _action_failed(item, "no active coaching platform webhook for this session", final=True)
+        raise PermanentError("no active coaching platform webhook for this session")
+    memory = finding.memory
+    payload: dict[str, Any] = {
+        "type": "clarification_request",
+        "request_id": f"finding-{finding.pk}",
+        "patient_ref": finding.session.upload.patient_ref,
+        "session_id": finding.session.external_id,
+        "turn_ids": list(memory.turn_ids),
+        "category": finding.category,
+        "question": (
+            f"What the patient said about this {finding.category or 'topic'} differs from the clinical record. "
+            "Please check with the patient in your next conversation."
+        ),
+        "quote": memory.quote,
+    }
+    try:
+        client.clarification_post(url=platform.webhook_url, payload=payload)
+    except RetryableError as exc:
+        _action_failed(item, exc.message, final=False)
+        raise
+    except PermanentError as exc:
+        _action_failed(item, exc.message, final=True)
+        raise
+    TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.DONE, action_error="")
+    TriageEvent.objects.create(item=item, action="clarification_sent", from_status=item.status, to_status=item.status)
+    audit_record(action="triage.clarification_sent", patient_pk=item.patient_id, object_type="finding", object_id=finding.pk)
+    item.refresh_from_db()
+    return item
+
+
+def _action_failed(item: TriageItem, message: str, *, final: bool) -> None:
+    status = TriageItem.ActionStatus.FAILED if final else TriageItem.ActionStatus.RETRYING
+    TriageItem.objects.filter(pk=item.pk).update(action_status=status, action_error=message[:300])
+
+
+def clarification_give_up(*, item_id: int, message: str) -> None:
+    TriageItem.objects.filter(pk=item_id).update(action_status=TriageItem.ActionStatus.FAILED, action_error=message[:300])
+
+
+# --- the workflow ---------------------------------------------------------------------------
+
+
+def _transition(
+    *, item: TriageItem, user: User | None, action: str, allowed_from: Iterable[str], to: str,
+    extra: dict[str, Any] | None = None, note: str = "", extra_filter: Q | None = None,
+) -> TriageItem:
+    """One conditional UPDATE per step: whoever acts second finds the row changed and is refused."""
+    allowed = tuple(allowed_from)
+    qs = TriageItem.objects.filter(pk=item.pk, status__in=allowed)
+    if extra_filter is not None:
+        qs = qs.filter(extra_filter)
+    from_status = item.status
+    with transaction.atomic():
+        changed = qs.update(status=to, updated_at=timezone.now(), **(extra or {}))
+        if not changed:
+            current = TriageItem.objects.filter(pk=item.pk).values_list("status", flat=True).first()
+            audit_record(action=f"triage.{action}", actor=user, outcome="denied", patient_pk=item.patient_id,
+                         object_type="finding", object_id=item.finding_id, details={"status": current or ""})
+            raise TransitionRefused(f"This finding can no longer be {action.replace('_', ' ')}ed from its current state ({current}).")
+        TriageEvent.objects.create(item=item, actor=user, action=action, from_status=from_status, to_status=to, note=note[:300])
+        audit_record(action=f"triage.{action}", actor=user, patient_pk=item.patient_id, object_type="finding",
+                     object_id=item.finding_id, details={"from": from_status, "to": to})
+    item.refresh_from_db()
+    return item
+
+
+def _not_held_by_other(user: User) -> Q:
+    # A claimed item is the claimer's to decide; admins may always act.
+    from reconcile_app.core.roles import user_has_role
+
+    if user_has_role(user, Role.ADMIN):
+        return Q()
+    return Q(assignee__isnull=True) | Q(assignee=user)
+
+
+def triage_item_claim(*, item: TriageItem, user: User) -> TriageItem:
+    now = timezone.now()
+    return _transition(
+        item=item, user=user, action="claim", allowed_from=(S.NEW, S.ESCALATED), to=S.IN_REVIEW,
+        extra={"assignee": user, "claimed_at": now},
+        extra_filter=Q(assignee__isnull=True) | Q(assignee=user),
+    )
+
+
+def triage_item_confirm(*, item: TriageItem, user: User, note: str = "") -> TriageItem:
+    item = _transition(
+        item=item, user=user, action="confirm", allowed_from=OPEN_STATUSES, to=S.CONFIRMED,
+        extra={"decided_at": timezone.now()}, note=note, extra_filter=_not_held_by_other(user),
+    )
+    writeback_enqueue(item=item, reviewer=user)
+    return item
+
+
+def triage_item_dismiss(*, item: TriageItem, user: User, reason: str, text: str = "") -> TriageItem:
+    if reason not in TriageItem.DismissReason.values:
+        raise ValidationFailed("A dismiss reason is required.", errors=["reason"])
+    if reason == TriageItem.DismissReason.OTHER and not text.strip():
+        raise ValidationFailed("Say why when the reason is 'other'.", errors=["text"])
+    return _transition(
+        item=item, user=user, action="dismiss", allowed_from=OPEN_STATUSES, to=S.DISMISSED,
+        extra={"decided_at": timezone.now(), "dismiss_reason": reason, "dismiss_text": text.strip()[:300]},
+        note=reason, extra_filter=_not_held_by_other(user),
+    )
+
+
+def triage_item_resolve(*, item: TriageItem, user: User, note: str = "") -> TriageItem:
+    return _transition(
+        item=item, user=user, action="resolve", allowed_from=(*OPEN_STATUSES, S.CONFIRMED), to=S.RESOLVED,
+        extra={"resolved_at": timezone.now()}, note=note, extra_filter=_not_held_by_other(user),
+    )
+
+
+def triage_item_escalate(*, item: TriageItem, user: User | None, note: str = "", reason: str = "manual") -> TriageItem:
+    item = _transition(
+        item=item, user=user, action="escalate", allowed_from=(S.NEW, S.IN_REVIEW), to=S.ESCALATED,
+        extra={"escalated_at": timezone.now()}, note=note or reason,
+    )
+    care_team_alert(item=item, reason="sla_breach" if reason == "sla" else "escalated")
+    return item
+
+
+def triage_item_assign(*, item: TriageItem, user: User, assignee: User) -> TriageItem:
+    now = timezone.now()
+    return _transition(
+        item=item, user=user, action="assign", allowed_from=OPEN_STATUSES, to=S.IN_REVIEW,
+        extra={"assignee": assignee, "claimed_at": now}, note=f"to {assignee.username}",
+    )
+
+
+def triage_note_add(*, item: TriageItem, user: User, text: str) -> TriageNote:
+    text = text.strip()
+    if not text:
+        raise ValidationFailed("The note is empty.", errors=["text"])
+    with transaction.atomic():
+        note = TriageNote.objects.create(item=item, author=user, text=text[:5000])
+        TriageEvent.objects.create(item=item, actor=user, action="note", from_status=item.status, to_status=item.status)
+        audit_record(action="triage.note", actor=user, patient_pk=item.patient_id, object_type="finding", object_id=item.finding_id)
+    return note
+
+
+def triage_items_bulk_assign(*, items: Iterable[TriageItem], user: User, assignee: User) -> tuple[int, int]:
+    """(done, refused): items that changed state meanwhile are skipped, not forced."""
+    done = refused = 0
+    for item in items:
+        try:
+            triage_item_assign(item=item, user=user, assignee=assignee)
+            done += 1
+        except TransitionRefused:
+            refused += 1
+    return done, refused
+
+
+def triage_items_bulk_dismiss(*, items: Iterable[TriageItem], user: User, reason: str, text: str = "") -> tuple[int, int]:
+    done = refused = 0
+    for item in items:
+        try:
+            triage_item_dismiss(item=item, user=user, reason=reason, text=text)
+            done += 1
+        except TransitionRefused:
+            refused += 1
+    return done, refused
+
+
+def sla_breaches_escalate(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Escalate new / in-review items past their SLA (the periodic task's body)."""
+    now = now or timezone.now()
+    ids = list(
+        TriageItem.objects.filter(status__in=(S.NEW, S.IN_REVIEW), sla_due_at__lt=now).order_by("sla_due_at").values_list("pk", flat=True)[:limit]
+    )
+    escalated = 0
+    for item in TriageItem.objects.filter(pk__in=ids):
+        try:
+            triage_item_escalate(item=item, user=None, reason="sla", note="SLA breached")
+            escalated += 1
+        except TransitionRefused:
+            continue  # decided meanwhile
+    return escalated
+
+
+def alert_acknowledge(*, alert: TriageAlert, user: User) -> None:
+    TriageAlert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(acknowledged_at=timezone.now(), acknowledged_by=user)
+    audit_record(action="triage.alert_ack", actor=user, patient_pk=alert.item.patient_id, object_type="finding", object_id=alert.item.finding_id)
+
+
+# --- routing rules --------------------------------------------------------------------------
+
+
+def routing_rule_save(*, rule: RoutingRule, user: User) -> RoutingRule:
+    created = rule.pk is None
+    rule.save()
+    audit_record(action="triage.rule_create" if created else "triage.rule_update", actor=user, object_type="routing_rule", object_id=rule.pk)
+    return rule
+
+
+def routing_rule_delete(*, rule: RoutingRule, user: User) -> None:
+    rule_id = rule.pk
+    rule.delete()
+    audit_record(action="triage.rule_delete", actor=user, object_type="routing_rule", object_id=rule_id)
+
+
+# --- write-back -----------------------------------------------------------------------------
+
+
+def writeback_enqueue(*, item: TriageItem, reviewer: User) -> WriteBack | None:
+    """On confirm, when the patient's EHR granted writes: queue a DetectedIssue write."""
+    patient = item.patient
+    registration = patient.registration
+    if registration is None or not registration.write_enabled:
+        return None
+    wb, created = WriteBack.objects.get_or_create(item=item, defaults={"reviewer": reviewer, "base_url": registration.iss})
+    if created or wb.status == WriteBack.Status.FAILED:
+        if not created:
+            WriteBack.objects.filter(pk=wb.pk).update(status=WriteBack.Status.PENDING, last_error="")
+        from .tasks import writeback_send_task
+
+        writeback_send_task.delay_on_commit(wb.pk)
+    return wb
+
+
+def _fhir_user_for(user: User | None) -> str:
+    if user is None:
+        return ""
+    from reconcile_app.smart.models import SmartLaunch
+
+    value = (
+        SmartLaunch.objects.filter(user=user).exclude(fhir_user="").order_by("-created_at").values_list("fhir_user", flat=True).first()
+        or ""
+    )
+    # fhirUser may be absolute (https://ehr/fhir/Practitioner/1); keep the relative part.
+    parts = value.rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) >= 2 else ""
+
+
+def bearer_for_patient(patient: Any) -> str | None:
+    """The access token of the patient's latest active launch (or None: servers without auth)."""
+    from reconcile_app.smart.models import SmartLaunch
+
+    launch = (
+        SmartLaunch.objects.filter(registration_id=patient.registration_id, patient_fhir_id=patient.fhir_id, status=SmartLaunch.Status.ACTIVE)
+        .order_by("-created_at")
+        .first()
+    )
+    if launch is None or not isinstance(launch.client_state, dict):
+        return None
+    state = launch.client_state
+    token = state.get("access_token") or ((state.get("server") or {}).get("auth") or {}).get("access_token")
+    return str(token) if token else None
+
+
+def writeback_facts(*, item: TriageItem, reviewer: User | None) -> WriteBackFacts:
+    finding = item.finding
+    memory = finding.memory
+    return WriteBackFacts(
+        finding_id=finding.pk,
+        patient_fhir_id=item.patient.fhir_id,
+        kind=finding.kind,
+        severity=finding.severity,
+        category=finding.category,
+        explanation=finding.explanation,
+        memory_content=memory.content,
+        quote=memory.quote,
+        speaker=memory.speaker,
+        mentioned_at=memory.mention_time,
+        citations=tuple(c for c in finding.citations or [] if isinstance(c, dict)),
+        identified_at=item.decided_at or timezone.now(),
+        author_reference=_fhir_user_for(reviewer),
+        author_display=(reviewer.get_full_name() or reviewer.username) if reviewer else "",
+    )
+
+
+def writeback_send(*, writeback_id: int) -> WriteBack:
+    """Write the confirmed finding: DetectedIssue first, then Task, then Communication when the
+    server says a type is unsupported. A RetryableError is recorded and re-raised for the task."""
+    wb = WriteBack.objects.select_related("item__finding__memory", "item__patient__registration", "reviewer").get(pk=writeback_id)
+    if wb.status == WriteBack.Status.DONE:
+        return wb
+    item = wb.item
+    base_url = wb.base_url or (item.patient.registration.iss if item.patient.registration else "")
+    WriteBack.objects.filter(pk=wb.pk).update(attempts=wb.attempts + 1)
+    facts = writeback_facts(item=item, reviewer=wb.reviewer)
+    bearer = bearer_for_patient(item.patient)
+    last_unsupported: PermanentError | None = None
+    try:
+        for build in BUILDERS:
+            resource = build(facts)
+            try:
+                stored = client.fhir_resource_create(base_url=base_url, bearer=bearer, resource=resource)
+            except client.ResourceNotSupported as exc:
+                last_unsupported = exc
+                continue
+            WriteBack.objects.filter(pk=wb.pk).update(
+                status=WriteBack.Status.DONE, resource_type=resource["resourceType"], resource_id=str(stored["id"])[:64],
+                last_error="", written_at=timezone.now(),
+            )
+            TriageEvent.objects.create(item=item, action="written_back", from_status=item.status, to_status=item.status,
+                                       note=f"{resource['resourceType']}/{stored['id']}"[:300])
+            audit_record(action="triage.writeback", patient_pk=item.patient_id, object_type="finding", object_id=item.finding_id,
+                         details={"resource_type": resource["resourceType"], "resource_id": str(stored["id"])[:64]})
+            break
+        else:
+            raise last_unsupported or PermanentError("no resource type accepted")
+    except RetryableError as exc:
+        WriteBack.objects.filter(pk=wb.pk).update(status=WriteBack.Status.RETRYING, last_error=exc.message[:300])
+        raise
+    except PermanentError as exc:
+        writeback_give_up(writeback_id=wb.pk, message=exc.message)
+        raise
+    wb.refresh_from_db()
+    return wb
+
+
+def writeback_give_up(*, writeback_id: int, message: str) -> None:
+    WriteBack.objects.filter(pk=writeback_id).update(status=WriteBack.Status.FAILED, last_error=message[:300])
+    wb = WriteBack.objects.select_related("item").get(pk=writeback_id)
+    audit_record(action="triage.writeback", outcome="error", patient_pk=wb.item.patient_id, object_type="finding",
+                 object_id=wb.item.finding_id, details={"error": message[:120]})
+
+
+def writeback_retry(*, writeback: WriteBack, user: User) -> WriteBack:
+    """A reviewer asks for another try after a visible failure."""
+    from .tasks import writeback_send_task
+
+    updated = WriteBack.objects.filter(pk=writeback.pk, status=WriteBack.Status.FAILED).update(status=WriteBack.Status.PENDING)
+    if updated:
+        audit_record(action="triage.writeback_retry", actor=user, patient_pk=writeback.item.patient_id, object_type="finding",
+                     object_id=writeback.item.finding_id)
+        writeback_send_task.delay_on_commit(writeback.pk)
+    writeback.refresh_from_db()
+    return writeback
