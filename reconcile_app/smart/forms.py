@@ -12,7 +12,7 @@ from .models import EhrRegistration
 class LaunchForm(forms.Form):
     """`/smart/launch?iss=&launch=` as the EHR sends it."""
 
-    iss = forms.URLField(max_length=400)
+    iss = forms.URLField(max_length=400, assume_scheme="https")
     launch = forms.CharField(max_length=2000)
 
 
@@ -34,6 +34,10 @@ class RegistrationForm(forms.ModelForm):
         label="Private key (PEM)", help_text="Leave blank to keep the stored key. Stored encrypted; never shown again.",
     )
     clear_private_key = forms.BooleanField(required=False, label="Remove the stored private key")
+    iss = forms.URLField(max_length=400, assume_scheme="https", label="Issuer (iss)",
+                         help_text="FHIR base URL the EHR sends as `iss`.")
+    jwks_url = forms.URLField(max_length=400, assume_scheme="https", required=False, label="JWKS URL",
+                              help_text="Where the EHR fetches our public key, if it does not hold it.")
 
     class Meta:
         model = EhrRegistration

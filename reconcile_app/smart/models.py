@@ -4,8 +4,25 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from reconcile_app.core.fields import EncryptedJSONField, EncryptedTextField
+import json
+from typing import Any
+
+from reconcile_app.core.fields import EncryptedJSONField, EncryptedTextField, encrypt_str
 from reconcile_app.core.models import TimeStampedModel
+
+
+class TokenStateField(EncryptedJSONField):
+    """EncryptedJSONField whose write path encrypts the JSON text directly.
+
+    core's EncryptedJSONField hands the JSON text to TextField.get_prep_value, which calls its
+    to_python and turns the text back into a dict before encryption (then fails); until core is
+    fixed, this field serializes and encrypts in one step.
+    """
+
+    def get_prep_value(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        return encrypt_str(json.dumps(value, sort_keys=True))
 
 
 class EhrRegistration(TimeStampedModel):
@@ -59,7 +76,7 @@ class SmartLaunch(TimeStampedModel):
     need_patient_banner = models.BooleanField(default=True)
     scopes_granted = models.CharField(max_length=800, blank=True)
     # fhirclient's state dict (includes access/refresh tokens and PKCE verifier): encrypted.
-    client_state = EncryptedJSONField(null=True, blank=True)
+    client_state = TokenStateField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=60, blank=True)
 

@@ -13,7 +13,7 @@ from urllib.parse import urlencode, urlsplit
 import jwt
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.base import SessionBase
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from reconcile_app.core.roles import Role
@@ -296,9 +296,27 @@ def launch_mark_expired(*, launch_id: int, reason: str) -> None:
     SmartLaunch.objects.filter(pk=launch_id).update(status=SmartLaunch.Status.EXPIRED, error_code=reason[:60], client_state=None)
 
 
+def _refresh_with_ehr(launch: SmartLaunch) -> str:
+    """Spend the refresh token; on success the launch row (not yet saved) holds the new state. Returns a
+    failure reason, or '' on success. The launch context is not touched: a refresh response may omit it."""
+    state = launch.client_state or {}
+    if not state.get("server", {}).get("auth", {}).get("refresh_token"):
+        return "no_refresh_token"
+    fhir = client.fhir_client_build(state=state, assertion_factory=_assertion_factory(launch.registration))
+    try:
+        client.fhir_client_call(fhir.reauthorize, what="token refresh")
+    except LaunchRefused as exc:
+        return exc.code or "refresh_failed"
+    launch.client_state = _state_without_secrets_of_context(fhir.state)
+    launch.expires_at = _expires_at(fhir)
+    return ""
+
+
 def launch_token_refresh(*, launch_id: int, failed_token: str | None = None) -> SmartLaunch:
     """Refresh once, serialized by a row lock: refresh tokens rotate, so two workers must not both spend one."""
-    expired_reason = ""
+    if connection.vendor == "sqlite":
+        return _launch_token_refresh_unlocked(launch_id=launch_id, failed_token=failed_token)
+    reason = ""
     with transaction.atomic():
         launch = SmartLaunch.objects.select_for_update().select_related("registration").get(pk=launch_id)
         if launch.status != SmartLaunch.Status.ACTIVE:
@@ -306,23 +324,36 @@ def launch_token_refresh(*, launch_id: int, failed_token: str | None = None) -> 
         current = launch_access_token(launch)
         if failed_token is not None and current and current != failed_token:
             return launch  # another worker refreshed while we waited for the lock
-        state = launch.client_state or {}
-        if not state.get("server", {}).get("auth", {}).get("refresh_token"):
-            expired_reason = "no_refresh_token"
-        else:
-            fhir = client.fhir_client_build(state=state, assertion_factory=_assertion_factory(launch.registration))
-            try:
-                client.fhir_client_call(fhir.reauthorize, what="token refresh")
-            except LaunchRefused as exc:
-                expired_reason = exc.code
-            else:
-                # The refresh response may omit patient/encounter: the context stays from the first response.
-                launch.client_state = _state_without_secrets_of_context(fhir.state)
-                launch.expires_at = _expires_at(fhir)
-                launch.save(update_fields=["client_state", "expires_at", "updated_at"])
-                return launch
-    launch_mark_expired(launch_id=launch_id, reason=expired_reason or "refresh_failed")
-    raise LaunchExpired("The EHR session has expired; open the app from the EHR again.", extra={"reason": expired_reason})
+        reason = _refresh_with_ehr(launch)
+        if not reason:
+            launch.save(update_fields=["client_state", "expires_at", "updated_at"])
+            return launch
+    launch_mark_expired(launch_id=launch_id, reason=reason)
+    raise LaunchExpired("The EHR session has expired; open the app from the EHR again.", extra={"reason": reason})
+
+
+def _launch_token_refresh_unlocked(*, launch_id: int, failed_token: str | None) -> SmartLaunch:
+    """SQLite (the embedded demo, the default test run) locks the whole database for a write
+    transaction, and the sandbox EHR answering the refresh writes to that same database: holding
+    the lock over the HTTP call would deadlock. Refresh optimistically instead, and settle a lost
+    race (the other worker's rotation makes ours fail) by re-reading the row."""
+    launch = SmartLaunch.objects.select_related("registration").get(pk=launch_id)
+    if launch.status != SmartLaunch.Status.ACTIVE:
+        raise LaunchExpired("This launch has ended; open the app from the EHR again.")
+    spent = launch_access_token(launch)
+    if failed_token is not None and spent and spent != failed_token:
+        return launch
+    reason = _refresh_with_ehr(launch)
+    if not reason:
+        SmartLaunch.objects.filter(pk=launch_id, status=SmartLaunch.Status.ACTIVE).update(
+            client_state=launch.client_state, expires_at=launch.expires_at, updated_at=timezone.now()
+        )
+        return launch
+    latest = SmartLaunch.objects.select_related("registration").get(pk=launch_id)
+    if latest.status == SmartLaunch.Status.ACTIVE and launch_access_token(latest) not in ("", spent):
+        return latest  # another worker refreshed first
+    launch_mark_expired(launch_id=launch_id, reason=reason)
+    raise LaunchExpired("The EHR session has expired; open the app from the EHR again.", extra={"reason": reason})
 
 
 @dataclass

@@ -1,0 +1,169 @@
+"""EHR and standalone launches through fhirclient against the sandbox EHR, over real HTTP."""
+from __future__ import annotations
+
+import logging
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.db import connection
+
+from reconcile_app.audit.models import AuditEvent
+from reconcile_app.fhir.models import Patient, RecordPull
+from reconcile_app.smart.models import SmartLaunch
+from reconcile_app.smart.services import launch_access_token
+from tests.smart.sandbox_env import OTHER_PATIENT, PATIENT, ehr_launch_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _launch(browser, live_server, **kwargs):  # type: ignore[no-untyped-def]
+    return browser.get(ehr_launch_url(live_server, **kwargs), timeout=60)
+
+
+def test_ehr_launch_signs_in_pulls_the_record_and_shows_the_patient(browser, live_server, sandbox_ehr, caplog) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.DEBUG)
+    response = _launch(browser, live_server)
+
+    assert response.status_code == 200
+    launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
+    patient = Patient.objects.get(fhir_id=PATIENT, registration=sandbox_ehr)
+    assert urlsplit(response.url).path == f"/patients/{patient.pk}/"
+    assert launch.status == SmartLaunch.Status.ACTIVE
+    assert launch.patient_fhir_id == PATIENT
+    assert launch.fhir_user == "Practitioner/smart-prac-1"
+    assert launch.user.groups.filter(name="clinician").exists()
+    assert not launch.user.has_usable_password()
+    assert launch.expires_at is not None
+    # PKCE: fhirclient sent S256 and kept the verifier in the (encrypted) state.
+    authorize = next(r for r in response.history if "/sandbox/auth/authorize" in r.url)
+    query = parse_qs(urlsplit(authorize.url).query)
+    assert query["code_challenge_method"] == ["S256"]
+    assert query["scope"][0].split()[0] == "launch"
+    assert "patient/*.rs" in query["scope"][0].split()
+    # The pull ran (eager Celery) and the page shows the safety context from it.
+    pull = RecordPull.objects.get(patient=patient)
+    assert pull.status == RecordPull.Status.OK and pull.resources > 10
+    assert 'data-safety-context' in response.text
+    assert "Penicillin" in response.text and "Metformin 500 mg tablet" in response.text
+    assert "Warfarin" not in response.text  # entered-in-error
+    assert "data-patient-banner" in response.text
+    # Tokens: nowhere in logs, URLs or clear database columns.
+    token = launch_access_token(launch)
+    refresh = launch.client_state["server"]["auth"]["refresh_token"]
+    assert token and refresh
+    for secret in (token, refresh):
+        assert secret not in caplog.text
+        assert all(secret not in r.url for r in [*response.history, response])
+        assert secret not in str(browser.cookies.get_dict())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT client_state FROM smart_smartlaunch WHERE id = %s", [launch.pk])
+        raw = cursor.fetchone()[0]
+    assert raw.startswith("fernet:") and token not in raw
+    assert AuditEvent.objects.filter(action="smart.callback", outcome="ok").exists()
+    assert AuditEvent.objects.filter(action="record.pull", outcome="ok", patient_pk=patient.pk).exists()
+
+
+def test_standalone_launch_picks_a_patient_at_the_ehr(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    page = browser.get(f"{live_server.url}/smart/standalone/", timeout=30)
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    picker = browser.post(page.url, data={"csrfmiddlewaretoken": csrf, "registration": sandbox_ehr.pk},
+                          headers={"Referer": page.url}, timeout=30)
+    assert "/sandbox/auth/authorize" in picker.url
+    assert "launch/patient" in parse_qs(urlsplit(picker.url).query)["scope"][0].split()
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', picker.text))
+    fields = {k: v.replace("&amp;", "&") for k, v in fields.items()}
+    fields.update({"patient": OTHER_PATIENT, "practitioner": "smart-prac-1"})
+    done = browser.post(picker.url.split("?")[0], data=fields, headers={"Referer": picker.url}, timeout=60)
+
+    launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.STANDALONE)
+    assert launch.status == SmartLaunch.Status.ACTIVE and launch.patient_fhir_id == OTHER_PATIENT
+    assert launch.need_patient_banner is True
+    assert done.status_code == 200 and "No known allergies" in done.text
+
+
+def test_replayed_callback_is_refused(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    response = _launch(browser, live_server)
+    callback = next(r for r in response.history if "/smart/callback" in r.url)
+    replay = browser.get(callback.url, timeout=30, allow_redirects=False)
+    assert replay.status_code == 400
+    assert 'data-launch-error="foreign_state"' in replay.text  # the state left the session when first used
+    assert AuditEvent.objects.filter(action="smart.callback", outcome="denied", details__code="foreign_state").exists()
+
+
+def test_callback_from_another_browser_is_refused(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    import requests
+
+    start = browser.get(ehr_launch_url(live_server), timeout=30, allow_redirects=False)
+    authorize = browser.get(start.headers["Location"], timeout=30, allow_redirects=False)
+    callback_url = authorize.headers["Location"]
+    attacker = requests.Session()
+    response = attacker.get(callback_url, timeout=30, allow_redirects=False)
+    assert response.status_code == 400 and 'data-launch-error="foreign_state"' in response.text
+    # The victim's own callback still works: the attacker did not burn it.
+    ok = browser.get(callback_url, timeout=60)
+    assert ok.status_code == 200 and SmartLaunch.objects.filter(status=SmartLaunch.Status.ACTIVE).count() == 1
+
+
+def test_unregistered_iss_is_refused_without_contacting_it(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    response = browser.get(f"{live_server.url}/smart/launch", params={"iss": "https://evil.example/fhir", "launch": "x"},
+                           timeout=30, allow_redirects=False)
+    assert response.status_code == 400
+    assert 'data-launch-error="unknown_iss"' in response.text
+    assert "Location" not in response.headers
+    assert not SmartLaunch.objects.exists()
+    assert AuditEvent.objects.filter(action="smart.launch", outcome="denied", details__code="unknown_iss").exists()
+
+
+@pytest.mark.parametrize(
+    ("simulate", "code"),
+    [
+        ("auth_invalid_scope", "invalid_scope"),
+        ("token_invalid_token", "invalid_grant"),
+        ("token_expired_token", "invalid_grant"),
+        ("request_invalid_token", "expired"),
+        ("request_expired_token", "expired"),
+    ],
+)
+def test_simulated_launch_errors_end_on_a_clear_audited_page(browser, live_server, sandbox_ehr, caplog, simulate, code) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.DEBUG)
+    response = _launch(browser, live_server, simulate_error=simulate)
+    assert response.status_code in (400, 401, 503)
+    assert f'data-launch-error="{code}"' in response.text
+    assert "Rivera" not in response.text and "Penicillin" not in response.text  # no PHI on the error page
+    assert AuditEvent.objects.filter(outcome__in=["denied", "error"], details__code=code).exists()
+    for launch in SmartLaunch.objects.filter(kind=SmartLaunch.Kind.EHR):
+        assert launch.status in (SmartLaunch.Status.FAILED, SmartLaunch.Status.EXPIRED)
+        assert launch.client_state is None  # nothing kept from a failed launch
+    assert "access_token" not in caplog.text and "Bearer " not in caplog.text
+
+
+@pytest.mark.parametrize("simulate", ["auth_invalid_client_id", "auth_invalid_redirect_uri"])
+def test_untrusted_client_errors_stop_at_the_ehr(browser, live_server, sandbox_ehr, simulate) -> None:  # type: ignore[no-untyped-def]
+    """The authorization server must not redirect to an untrusted client: its page is the clear end."""
+    response = _launch(browser, live_server, simulate_error=simulate)
+    assert response.status_code == 400 and "/sandbox/auth/authorize" in response.url
+    launch = SmartLaunch.objects.get()
+    assert launch.status == SmartLaunch.Status.PENDING and launch_access_token(launch) == ""
+    assert AuditEvent.objects.filter(action="smart.launch", object_id=str(launch.pk)).exists()
+
+
+def test_expired_refresh_token_shows_launch_again(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    response = _launch(browser, live_server, simulate_error="token_expired_refresh_token")
+    assert response.status_code == 200
+    launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
+    SmartLaunch.objects.filter(pk=launch.pk).update(expires_at=timezone.now() - timedelta(seconds=5))
+    page = browser.get(response.url, timeout=30)
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    refreshed = browser.post(response.url + "refresh/", data={"csrfmiddlewaretoken": csrf}, headers={"Referer": response.url}, timeout=60)
+    launch.refresh_from_db()
+    assert launch.status == SmartLaunch.Status.EXPIRED and launch.client_state is None
+    after = browser.get(response.url, timeout=30)
+    assert "data-launch-expired" in after.text  # the last good copy stays, with a clear way back
+    assert "Penicillin" in after.text
+    assert refreshed.status_code == 200
+    assert AuditEvent.objects.filter(action="record.pull", outcome="error").exists()
