@@ -1,0 +1,1 @@
+"""The medplum FHIR test server (Node) and its pytest fixture."""
