@@ -76,19 +76,20 @@ def upload_receive(
     return upload
 
 
-def _check_intended_patient(parsed: ParsedTranscript, intended: Patient) -> None:
+def _check_intended_patient(parsed: ParsedTranscript, intended: Patient, *, mapped: bool) -> None:
     """A file that names another patient is refused: filing a conversation under the wrong
-    person is worse than not filing it."""
+    person is worse than not filing it. An admin's mapping of a held upload overrides a
+    reference that matches nobody (that is why it was held), never one that matches someone else."""
     if not parsed.patient:
         return
     matched = patient_match(reference=parsed.patient)
     if matched is not None and matched.pk != intended.pk:
         raise ValidationFailed("the file names another patient", errors=[f"patient: the file names {parsed.patient[:60]}, not the patient this upload is for"])
-    if matched is None and parsed.patient.startswith("Patient/") and parsed.patient != intended.reference:
+    if not mapped and matched is None and parsed.patient.startswith("Patient/") and parsed.patient != intended.reference:
         raise ValidationFailed("the file names another patient", errors=[f"patient: the file names {parsed.patient[:60]}, not {intended.reference}"])
 
 
-def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: AbstractBaseUser | None = None) -> Upload:
+def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: AbstractBaseUser | None = None, mapped: bool = False) -> Upload:
     """Parse and validate all-or-nothing, match the patient (or hold), then add only new sessions.
 
     Idempotent: the same file again adds nothing; a longer export adds only the sessions not seen;
@@ -102,7 +103,7 @@ def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: Abstrac
         try:
             parsed = parse_transcript(bytes(upload.raw), filename=upload.filename, max_bytes=max_upload_bytes())
             if upload.patient is not None:
-                _check_intended_patient(parsed, upload.patient)
+                _check_intended_patient(parsed, upload.patient, mapped=mapped)
         except ValidationFailed as exc:
             upload.status = Upload.Status.INVALID
             upload.errors = exc.errors or [exc.message]
@@ -174,7 +175,7 @@ def upload_map(*, upload_id: int, patient: Patient, user: AbstractBaseUser) -> U
         upload.save(update_fields=["patient", "status", "updated_at"])
         audit_record(action="transcript.map", actor=user, patient_pk=patient.pk, object_type="upload", object_id=upload.pk,
                      details={"from_status": "held"})
-    return upload_import(upload_id=upload.pk, actor=user)
+    return upload_import(upload_id=upload.pk, actor=user, mapped=True)
 
 
 @transaction.atomic

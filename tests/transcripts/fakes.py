@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reconcile_app.core.exceptions import PermanentError, RetryableError
@@ -25,10 +25,13 @@ class FakeExtractor(Extractor):
         self.fail_sessions: dict[str, Exception] = {}
         self.log_path: Path | None = None
         self.pause_first_call: Path | None = None  # write our pid here, then sleep (to be killed)
+        self.on_call: Callable[[SessionInput], None] | None = None
 
     def extract_session(self, session: SessionInput, *, prior: Sequence[MemoryDraft] = (), record: object = None) -> list[MemoryDraft]:
         started = time.time()
         self.calls.append(session.id)
+        if self.on_call is not None:
+            self.on_call(session)
         if self.pause_first_call is not None and not self.pause_first_call.exists():
             self.pause_first_call.write_text(str(os.getpid()))
             time.sleep(60)  # the test kills this process here
