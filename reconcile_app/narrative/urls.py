@@ -1,5 +1,9 @@
-"""URLs for narrative."""
-from django.urls import path  # noqa: F401
+"""URLs for narrative (mounted at /memories/)."""
+from django.urls import path
+
+from . import views
 
 app_name = "narrative"
-urlpatterns: list = []
+urlpatterns = [
+    path("patients/<int:patient_pk>/", views.patient_memories, name="patient_memories"),
+]

@@ -1,10 +1,10 @@
-"""Fetch helpers that authorize: nurses and admins see every patient; a clinician only the launched one."""
+"""Fetch helpers that authorize through the fhir app's patient gate (nurses/admins: any patient;
+a clinician: only the patient of the SMART launch bound to the session)."""
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest
 
-from reconcile_app.core.decorators import deny
-from reconcile_app.core.roles import Role, user_has_role
+from reconcile_app.fhir.selectors import patient_get_for_user
 
 from .models import TriageItem, WriteBack
 
@@ -13,25 +13,15 @@ SESSION_PATIENT_KEY = "smart_patient_pk"
 
 def launched_patient_pk(request: HttpRequest) -> int | None:
     value = request.session.get(SESSION_PATIENT_KEY)
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def patient_allowed(request: HttpRequest, patient_pk: int) -> bool:
-    if user_has_role(request.user, Role.NURSE, Role.ADMIN):
-        return True
-    return user_has_role(request.user, Role.CLINICIAN) and launched_patient_pk(request) == patient_pk
+    return value if isinstance(value, int) else None
 
 
 def triage_item_get_for_user(*, request: HttpRequest, finding_pk: int) -> TriageItem:
     """The item of a discrepancy finding, or 404 (unknown) / 403 (audited) for another patient."""
-    item = TriageItem.objects.select_related("patient", "assignee").filter(finding_id=finding_pk).first()
+    item = TriageItem.objects.select_related("assignee").filter(finding_id=finding_pk).first()
     if item is None:
         raise Http404("no such finding")
-    if not patient_allowed(request, item.patient_id):
-        raise deny(request, reason="patient_not_in_context", patient_pk=item.patient_id)
+    item.patient = patient_get_for_user(request=request, patient_pk=item.patient_id)
     return item
 
 

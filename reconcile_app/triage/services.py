@@ -201,14 +201,16 @@ def _transition(
     from_status = item.status
     with transaction.atomic():
         changed = qs.update(status=to, updated_at=timezone.now(), **(extra or {}))
-        if not changed:
-            current = TriageItem.objects.filter(pk=item.pk).values_list("status", flat=True).first()
-            audit_record(action=f"triage.{action}", actor=user, outcome="denied", patient_pk=item.patient_id,
-                         object_type="finding", object_id=item.finding_id, details={"status": current or ""})
-            raise TransitionRefused(f"This finding can no longer be {action.replace('_', ' ')}ed from its current state ({current}).")
-        TriageEvent.objects.create(item=item, actor=user, action=action, from_status=from_status, to_status=to, note=note[:300])
-        audit_record(action=f"triage.{action}", actor=user, patient_pk=item.patient_id, object_type="finding",
-                     object_id=item.finding_id, details={"from": from_status, "to": to})
+        if changed:
+            TriageEvent.objects.create(item=item, actor=user, action=action, from_status=from_status, to_status=to, note=note[:300])
+            audit_record(action=f"triage.{action}", actor=user, patient_pk=item.patient_id, object_type="finding",
+                         object_id=item.finding_id, details={"from": from_status, "to": to})
+    if not changed:
+        # Audited outside the (rolled-back) transaction of a caller that lets the refusal propagate.
+        current = TriageItem.objects.filter(pk=item.pk).values_list("status", flat=True).first()
+        audit_record(action=f"triage.{action}", actor=user, outcome="denied", patient_pk=item.patient_id,
+                     object_type="finding", object_id=item.finding_id, details={"status": current or ""})
+        raise TransitionRefused(f"Refused: this finding is now {current or 'gone'} (someone may have acted on it first).")
     item.refresh_from_db()
     return item
 

@@ -20,7 +20,9 @@ from reconcile_app.core.http import AppHttpRequest
 from reconcile_app.core.roles import Role, user_has_role
 
 from . import selectors, services
-from .access import launched_patient_pk, patient_allowed, triage_item_get_for_user, writeback_get_for_user
+from reconcile_app.fhir.selectors import patient_get_for_user
+
+from .access import launched_patient_pk, triage_item_get_for_user, writeback_get_for_user
 from .charts import ratio_bars, stacked_bars
 from .forms import STATUS_CHOICES, AssignForm, BulkForm, DecisionForm, DismissForm, NoteForm, QueueFilterForm, RoutingRuleForm
 from .models import RoutingRule, TriageAlert, TriageItem
@@ -106,7 +108,8 @@ def finding_detail(request: AppHttpRequest, pk: int) -> HttpResponse:
         "d": detail, "item": item, "staff": staff,
         "dismiss_form": DismissForm(), "note_form": NoteForm(), "decision_form": DecisionForm(),
         "assign_form": AssignForm() if staff else None,
-        "safety": detail.safety,
+        "safety": detail.safety, "patient": item.patient,
+        "banner_template": _template_or("fhir/_patient_banner.html", ""),
         "safety_template": _template_or("fhir/_safety_context.html", "triage/_safety_context.html"),
         "back_url": reverse("triage:queue") if staff else reverse("triage:patient_findings"),
     }
@@ -213,11 +216,14 @@ def alert_ack(request: AppHttpRequest, pk: int) -> HttpResponse:
 def patient_findings(request: AppHttpRequest) -> HttpResponse:
     """The launched patient's findings (no pk in the URL: the SMART launch decides)."""
     patient_pk = launched_patient_pk(request)
-    if patient_pk is None or not patient_allowed(request, patient_pk):
+    if patient_pk is None:
         raise deny(request, reason="no_launched_patient")
-    items = list(selectors.triage_patient_items(patient_pk=patient_pk))
-    audit_record(request=request, action="triage.patient_findings_view", patient_pk=patient_pk, details={"rows": len(items)})
-    return render(request, "triage/patient_findings.html", {"items": items, "patient": items[0].patient if items else None})
+    patient = patient_get_for_user(request=request, patient_pk=patient_pk)
+    items = list(selectors.triage_patient_items(patient_pk=patient.pk))
+    audit_record(request=request, action="triage.patient_findings_view", patient_pk=patient.pk, details={"rows": len(items)})
+    return render(request, "triage/patient_findings.html", {
+        "items": items, "patient": patient, "banner_template": _template_or("fhir/_patient_banner.html", ""),
+    })
 
 
 # --- routing rules --------------------------------------------------------------------------
