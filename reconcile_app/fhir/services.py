@@ -102,15 +102,15 @@ def snapshot_import_bundle(*, bundle: dict, registration: object | None = None) 
 
 # --- pulling the record from the EHR --------------------------------------------------------
 
-# What a pull asks for: (resource type, extra search parameters). Observations are asked per
-# category so vitals and labs come with their full history but surveys and notes do not.
+# What a pull asks for: (resource type, extra search parameters). Observations: vitals and labs
+# with their full history, in one search (comma = OR) so a server that ignores `category`
+# still returns each observation once.
 PULL_SEARCHES: tuple[tuple[str, dict[str, str]], ...] = (
     ("Condition", {}),
     ("MedicationRequest", {}),
     ("MedicationStatement", {}),
     ("AllergyIntolerance", {}),
-    ("Observation", {"category": "vital-signs"}),
-    ("Observation", {"category": "laboratory"}),
+    ("Observation", {"category": "vital-signs,laboratory"}),
     ("Procedure", {}),
     ("Immunization", {}),
     ("CarePlan", {}),
