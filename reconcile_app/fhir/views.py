@@ -9,8 +9,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from reconcile_app.audit.services import audit_record
-from reconcile_app.core.decorators import role_required
+from reconcile_app.core.decorators import deny, role_required
+from reconcile_app.core.exceptions import ReconcileError
 from reconcile_app.core.roles import Role
+from reconcile_app.smart.exceptions import LaunchExpired
 from reconcile_app.smart.models import SmartLaunch
 from reconcile_app.smart.selectors import launch_for_session
 
@@ -19,6 +21,7 @@ from .forms import PatientFilterForm
 from .models import Patient
 from .selectors import clinical_record_for, patient_get_for_user, patient_list as patient_list_query
 from .selectors import pull_last_ok, pull_latest, snapshot_latest
+from .services import launch_patient_open
 from .tasks import record_pull_task
 
 
@@ -91,6 +94,26 @@ def patient_detail(request: HttpRequest, pk: int) -> HttpResponse:
                  object_id=snapshot.pk if snapshot else "", details={"version": snapshot.version if snapshot else 0})
     template = "fhir/patient_detail.html#pull-status" if request.htmx else "fhir/patient_detail.html"
     return render(request, template, context)
+
+
+@require_GET
+def launch_open(request: HttpRequest) -> HttpResponse:
+    """Landing after a SMART launch: read the launch's Patient, keep it, queue the pull, show the record."""
+    from reconcile_app.smart.views import launch_error_page
+
+    launch = launch_for_session(launch_id=request.session.get("smart_launch_id"), user=request.user)
+    if launch is None or launch.status != SmartLaunch.Status.ACTIVE:
+        raise deny(request, reason="no_active_launch")
+    try:
+        patient = launch_patient_open(launch=launch)
+    except ReconcileError as exc:
+        code = "expired" if isinstance(exc, LaunchExpired) else ("ehr_unavailable" if exc.retryable else "ehr_protocol")
+        audit_record(request=request, action="record.open", outcome="error", object_type="SmartLaunch",
+                     object_id=launch.pk, details={"code": code})
+        return launch_error_page(request, code=code, status=503 if exc.retryable else 400)
+    request.session["smart_patient_pk"] = patient.pk
+    audit_record(request=request, action="record.open", patient_pk=patient.pk, object_type="SmartLaunch", object_id=launch.pk)
+    return redirect("fhir:patient_detail", pk=patient.pk)
 
 
 @require_POST

@@ -29,6 +29,9 @@ from .selectors import registration_list, registration_list_launchable
 
 logger = logging.getLogger(__name__)
 
+# Where a completed launch goes: a page of the clinical stream, which reads the launch from the session.
+SMART_LANDING_URL_NAME = "fhir:launch_open"
+
 # What the clinician reads for each failure: fixed texts, never the EHR's own words.
 ERROR_TEXTS = {
     "unknown_iss": ("This EHR is not registered", "reconcile was opened by an EHR it does not know, so it did not contact it. Ask an administrator to register the EHR."),
@@ -128,9 +131,7 @@ def standalone(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def callback(request: HttpRequest) -> HttpResponse:
-    """OAuth redirect: single-use state of this session, code exchange, sign-in, then the patient page."""
-    from reconcile_app.fhir.services import launch_patient_open
-
+    """OAuth redirect: single-use state of this session, code exchange, sign-in, then the record opens."""
     form = CallbackForm(request.GET)
     if not form.is_valid():
         return _fail(request, action="smart.callback", exc=LaunchRefused("bad callback", code="missing_state"))
@@ -142,14 +143,11 @@ def callback(request: HttpRequest) -> HttpResponse:
         return _fail(request, action="smart.callback", exc=exc)
     login(request, smart_launch.user, backend="django.contrib.auth.backends.ModelBackend")
     request.session["smart_launch_id"] = smart_launch.pk
+    request.session.pop("smart_patient_pk", None)
     audit_record(request=request, action="smart.callback", object_type="SmartLaunch", object_id=smart_launch.pk,
                  details={"kind": smart_launch.kind})
-    try:
-        patient = launch_patient_open(launch=smart_launch)
-    except ReconcileError as exc:
-        return _fail(request, action="record.open", exc=exc)
-    request.session["smart_patient_pk"] = patient.pk
-    return redirect("fhir:patient_detail", pk=patient.pk)
+    # The clinical stream (downstream of smart) reads the patient and starts the pull.
+    return redirect(SMART_LANDING_URL_NAME)
 
 
 @require_GET

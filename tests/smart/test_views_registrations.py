@@ -1,0 +1,79 @@
+"""EHR registrations admin pages, our JWKS, and frame-ancestors from the registrations."""
+from __future__ import annotations
+
+import responses
+from django.db import connection
+
+from reconcile_app.audit.models import AuditEvent
+from reconcile_app.smart.models import EhrRegistration
+from tests.smart.sandbox_env import key_pair
+
+FORM = {
+    "name": "Clinic EHR", "iss": "https://ehr.example/fhir/", "client_id": "reconcile", "client_type": "confidential",
+    "scopes": "launch openid fhirUser patient/*.rs offline_access", "backend_client_id": "reconcile-bs",
+    "backend_scopes": "system/*.rs", "key_id": "k1", "jwks_url": "", "frame_ancestors": "https://ehr.example",
+    "active": "on",
+}
+
+
+def test_only_admins_reach_registrations(nurse_client, clinician_client, client) -> None:  # type: ignore[no-untyped-def]
+    assert nurse_client.get("/smart/registrations/").status_code == 403
+    assert clinician_client.get("/smart/registrations/new/").status_code == 403
+    assert client.get("/smart/registrations/").status_code == 403
+    assert AuditEvent.objects.filter(action="access", outcome="denied").count() == 3
+
+
+def test_admin_registers_a_confidential_ehr_and_the_key_stays_secret(admin_client) -> None:  # type: ignore[no-untyped-def]
+    pem, _ = key_pair("rsa")
+    response = admin_client.post("/smart/registrations/new/", {**FORM, "private_key_pem": pem})
+    registration = EhrRegistration.objects.get()
+    assert response.status_code == 302
+    assert registration.iss == "https://ehr.example/fhir"  # normalized
+    assert registration.private_key_pem == pem.strip()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT private_key_pem FROM smart_ehrregistration")
+        assert "PRIVATE KEY" not in cursor.fetchone()[0]
+    page = admin_client.get(f"/smart/registrations/{registration.pk}/").content.decode()
+    assert "PRIVATE KEY" not in page and "A private key is stored" in page
+    # Saving again with a blank key keeps the stored one.
+    admin_client.post(f"/smart/registrations/{registration.pk}/", {**FORM, "name": "Renamed"})
+    registration.refresh_from_db()
+    assert registration.name == "Renamed" and registration.private_key_pem == pem.strip()
+    assert "Renamed" in admin_client.get("/smart/registrations/").content.decode()
+    assert AuditEvent.objects.filter(action="smart.registration.save").count() == 2
+
+
+def test_confidential_without_key_and_bad_frame_ancestors_are_rejected(admin_client) -> None:  # type: ignore[no-untyped-def]
+    response = admin_client.post("/smart/registrations/new/", {**FORM, "frame_ancestors": "* 'unsafe-inline'"})
+    text = response.content.decode()
+    assert response.status_code == 200 and not EhrRegistration.objects.exists()
+    assert "A confidential client needs a private key." in text
+    assert "http(s) origin" in text
+
+
+@responses.activate
+def test_admin_runs_discovery(admin_client, db) -> None:  # type: ignore[no-untyped-def]
+    registration = EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c")
+    responses.get("https://ehr.example/fhir/.well-known/smart-configuration",
+                  json={"authorization_endpoint": "https://ehr.example/a", "token_endpoint": "https://ehr.example/t"})
+    response = admin_client.post(f"/smart/registrations/{registration.pk}/discover/", follow=True)
+    registration.refresh_from_db()
+    assert registration.discovery["token_endpoint"] == "https://ehr.example/t"
+    assert "Discovery succeeded" in response.content.decode()
+
+
+def test_frame_ancestors_come_from_registrations(client, db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from reconcile_app.smart import middleware
+
+    monkeypatch.setattr(middleware, "_cache", (0.0, []))  # the per-process cache would hide the new row
+    EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c", frame_ancestors="https://ehr.example")
+    response = client.get("/smart/standalone/")
+    assert "frame-ancestors 'self' https://ehr.example" in response["Content-Security-Policy"]
+    assert "X-Frame-Options" not in response
+
+
+def test_jwks_publishes_public_keys_only(client, db) -> None:  # type: ignore[no-untyped-def]
+    pem, _ = key_pair("ec")
+    EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c", private_key_pem=pem, key_id="k1")
+    keys = client.get("/smart/jwks").json()["keys"]
+    assert keys[0]["kid"] == "k1" and keys[0]["alg"] == "ES384" and "d" not in keys[0]
