@@ -1,0 +1,946 @@
+"""The offline rules reconciler: each memory matched against the record through the curated knowledge tables."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
+from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
+from reconcile_app.reconciliation.knowledge import Drug, Knowledge, eval_rule, load_knowledge, norm, regex_text
+from reconcile_app.reconciliation.matching import (
+    DrugMention,
+    RecordIndex,
+    allergens_in_text,
+    concepts_in_text,
+    content_words,
+    drugs_in_text,
+    expand_activity_words,
+    procedures_in_text,
+    sites_in_text,
+    stage_of,
+    stems,
+    vaccines_in_text,
+)
+from reconcile_app.reconciliation.types import SEVERITY_RANK, Citation, FindingCategory, FindingDraft, FindingKind, Severity
+
+from .base import Reconciler
+
+AGREE, CONTRA, GAP, NCR = (FindingKind.AGREEMENT, FindingKind.CONTRADICTION, FindingKind.GAP, FindingKind.NO_CLINICAL_RELEVANCE)
+Cat = FindingCategory
+
+# Rules whose finding is *about* an entered-in-error entry (the patient really has/takes what was voided):
+# the only rules allowed to cite one; the citation gate keys on this prefix.
+ERROR_RULE_PREFIX = "error-"
+
+# --- cue lexicons: general chat verbs, not phrases from any transcript -------------------------------------
+
+_STOP = re.compile(
+    r"\b(?:stopp?ed|stopping|quit|quitting|gave up|give up|ran out|run out|no longer|not taking|not using|"
+    r"haven'?t (?:been )?(?:taking|taken|using|used|done|had|touched|filled|picked up)|havent (?:been )?(?:taking|taken|using|used|done|had)|"
+    r"off (?:of )?(?:my|the|it|them)|came off|went off|discontinu\w*|dropped|ditched|done with|walked away|"
+    r"don'?t (?:take|use) (?:it|them|that)? ?any ?more|not on (?:it|that|them) anymore|threw (?:it|them) out)\b"
+)
+_SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day instead|only some days)\b")
+_HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
+_MORE = re.compile(r"\b(?:doubl\w*|two instead of one|an extra|extra (?:pill|dose|tablet)|twice as much|upped|increased (?:it|my)|more than (?:prescribed|i'?m supposed))\b")
+_LESS = re.compile(r"\b(?:cut back on (?:my|the) \w+|lower(?:ed)? (?:my|the) dose|less than (?:prescribed|i'?m supposed)|only (?:take|taking|taken) one)\b")
+_RESUME = re.compile(r"\b(?:back on|restart\w*|started (?:\w+ )?again|resum\w*|going again)\b")
+_START = re.compile(r"\b(?:start\w*|began|put me on|prescribed|gave me|added|switched (?:me )?to|new (?:pill|med|medicine|prescription))\b")
+_ONCE = re.compile(r"\b(?:took (?:a|one|an|some|a couple|two)|once|one time|last night only)\b")
+_OTHER_SOURCE = re.compile(
+    r"\b(?:husband|wife|spouse|partner|mom|mother|dad|father|son|daughter|sister|brother|friend|roommate|neighbor|"
+    r"boyfriend|girlfriend|coworker|co-worker|aunt|uncle|grandma|grandpa|cousin)(?:'?s)\b(?: (?:old|leftover|extra|spare))?"
+)
+_OUTSIDE = re.compile(r"\b(?:urgent care|er\b|emergency room|specialist|walk-?in|pharmacy|dentist|clinic|med spa|online|telehealth|another doctor|second opinion|hospital)\b")
+_RESOLVED = re.compile(
+    r"\b(?:(?:is|are|was) (?:gone|cured|resolved|fixed|reversed|healed)|no longer have|don'?t have (?:it|that|\w+) any ?more|got rid of|"
+    r"cured|in remission|reversed|outgr[eo]w\w*|not (?:a )?diabetic any ?more|went away for good|(?:now|only) (?:stage|type))\b"
+)
+_DIAGNOSED = re.compile(r"\b(?:diagnos\w*|told me i (?:have|had|am)|said i (?:have|had|am|was)|found (?:out )?(?:that )?i (?:have|had)|i'?m \w+ now|now (?:have|i have)|turns out i have)\b")
+_TOLERATED = re.compile(
+    r"\b(?:no (?:reaction|hives|rash|problems?|issues?|trouble|symptoms|swelling|itching)|without (?:any )?(?:reaction|problems?|issues?)|"
+    r"not allergic|outgr[eo]w\w*|fine with|tolerat\w*|didn'?t (?:react|break out|have (?:a|any) (?:reaction|problem))|nothing happened|zero reaction|was fine)\b"
+)
+_EXPOSURE = re.compile(r"\b(?:took|taking|gave me|prescribed|ate|eaten|eating|used|wore|wearing|stung|exposed)\b")
+_SURGERY = re.compile(r"\b(?:surgery|operation|operated|procedure|removed|repair\w*|fixed|biopsy|scope|injection|shot in (?:my|the))\b")
+_PREGNANT = re.compile(r"\bpregnan\w*\b|\bexpecting (?:a baby|again)\b|\bmissed (?:my )?period\b")
+_REGULAR = re.compile(r"\b(?:every (?:day|morning|night|evening)|daily|twice a day|(?:\d+|one|two|three) (?:times|x) a (?:day|week)|each (?:day|morning|night)|nightly|weekly|for (?:a|about|like|\d+) (?:week|month)|since)\b")
+_OTC_CLASSES = {"acetaminophen", "antihistamine", "nsaid", "supplement", "iron", "ppi", "sleep_aid"}
+
+
+def _severity_max(*levels: str) -> str:
+    return max((lv for lv in levels if lv), key=lambda lv: SEVERITY_RANK.get(lv, 0), default=Severity.LOW)
+
+
+@dataclass
+class Verdict:
+    """A finding under construction; citations keep order and stay unique."""
+
+    kind: str
+    category: str
+    rule: str
+    severity: str = Severity.LOW
+    safety: bool = False
+    explanation: str = ""
+    cites: list[ClinicalEntry] = field(default_factory=list)
+
+    def cite(self, *entries: ClinicalEntry | None) -> Verdict:
+        for e in entries:
+            if e is not None and all((c.resource_type, c.id) != (e.resource_type, e.id) for c in self.cites):
+                self.cites.append(e)
+        return self
+
+    def raise_to(self, severity: str, safety: bool) -> None:
+        self.severity = _severity_max(self.severity, severity)
+        self.safety = self.safety or safety
+
+
+@dataclass
+class Context:
+    idx: RecordIndex
+    kb: Knowledge
+    session_text: str  # every patient quote of the session, for co-mentions (an explanation, a drug before a reaction)
+    history: Sequence[MemoryDraft]
+
+
+def _citation(entry: ClinicalEntry) -> Citation:
+    coding = entry.primary_coding
+    return Citation(entry.resource_type, entry.id, coding.system if coding else "", coding.code if coding else "", entry.display)
+
+
+def _short(entry: ClinicalEntry) -> str:
+    name = re.sub(r"\s*\((?:disorder|finding|procedure|situation|substance|regime/therapy)\)\s*$", "", entry.display).strip()
+    return name[:80]
+
+
+def _text(memory: MemoryDraft) -> str:
+    return " ".join(p for p in (memory.quote, memory.content) if p)
+
+
+def _attr(memory: MemoryDraft, *keys: str) -> str:
+    for key in keys:
+        value = memory.attributes.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def _lexicon_terms(memory: MemoryDraft) -> list[str]:
+    hits = memory.attributes.get("lexicon") or []
+    out = []
+    for hit in hits if isinstance(hits, list) else []:
+        if isinstance(hit, dict):
+            out.extend(str(hit.get(k) or "") for k in ("canonical", "term"))
+    return [t for t in out if t]
+
+
+class RulesReconciler(Reconciler):
+    name = "rules"
+    version = "1.0.0"
+
+    def __init__(self) -> None:
+        self.kb = load_knowledge()
+
+    def reconcile(
+        self,
+        memories: Sequence[MemoryDraft],
+        record: ClinicalRecord,
+        *,
+        history: Sequence[MemoryDraft] = (),
+    ) -> list[FindingDraft]:
+        idx = RecordIndex(record, self.kb)
+        session_text = " ".join(m.quote for m in memories if m.subject == Subject.PATIENT)
+        ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history)
+        return [self._finding(self._judge(m, ctx), m) for m in memories]
+
+    def _finding(self, v: Verdict, memory: MemoryDraft) -> FindingDraft:
+        discrepancy = v.kind in (CONTRA, GAP)
+        return FindingDraft(
+            kind=str(v.kind),
+            severity=str(v.severity if discrepancy else Severity.LOW),
+            safety_critical=bool(v.safety and discrepancy),
+            category=str(v.category),
+            citations=[_citation(e) for e in v.cites],
+            explanation=v.explanation[:300],
+            rule=v.rule,
+            engine=self.name,
+            engine_version=self.version,
+        )
+
+    # --- dispatch ------------------------------------------------------------------------------
+
+    def _judge(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        category = m.category
+        if m.subject != Subject.PATIENT:
+            return Verdict(NCR, _record_category(category), "subject-other", explanation="About another person, not the patient.")
+        if m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):
+            return Verdict(NCR, _record_category(category), f"assertion-{m.assertion}", explanation="Hypothetical or uncertain; nothing to reconcile.")
+        text = _text(m)
+        if m.assertion == Assertion.AFFIRMED and _PREGNANT.search(regex_text(m.quote)) and category not in ("goal", "preference"):
+            return self._pregnancy(m, ctx)
+        handler = {
+            "medication": self._medication,
+            "allergy": self._allergy,
+            "condition": self._condition,
+            "symptom": self._condition,
+            "measurement": self._measurement,
+            "procedure": self._procedure,
+            "immunization": self._immunization,
+            "care_activity": self._care_activity,
+            "lifestyle": self._lifestyle,
+        }.get(category)
+        if handler is None:
+            return Verdict(NCR, Cat.CAREPLAN, "non-clinical", explanation="Goal or preference; no clinical content to reconcile.")
+        verdict = handler(m, ctx)
+        if verdict.kind == NCR and category not in ("lifestyle",):
+            smoking = self._smoking(m, ctx, text)
+            if smoking is not None:
+                return smoking
+        return verdict
+
+    # --- medications ---------------------------------------------------------------------------
+
+    def _drug_mention(self, m: MemoryDraft) -> DrugMention:
+        named = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
+        mention = drugs_in_text(named, self.kb) if named else DrugMention()
+        if not mention:
+            mention = drugs_in_text(m.content, self.kb)
+        if not mention:
+            mention = drugs_in_text(m.quote, self.kb)
+        if not mention and _attr(m, "drug"):
+            mention.raw_names = {w for w in norm(_attr(m, "drug")).split() if len(w) >= 4 and w.isalpha()}
+        return mention
+
+    def _action(self, m: MemoryDraft) -> str:
+        action = _attr(m, "action").lower()
+        change = _attr(m, "dose_change").lower()
+        quote = regex_text(m.quote)
+        if m.assertion == Assertion.NEGATED and action in ("", "taking", "took_once"):
+            action = "stopped"
+        if action in ("changed_dose", "") or change:
+            if change in ("half", "less") or _HALF.search(quote) or _LESS.search(quote):
+                return "less"
+            if change in ("double", "more") or _MORE.search(quote):
+                return "more"
+        if action:
+            return {"skipped": "stopped", "changed_dose": "changed"}.get(action, action)
+        if _STOP.search(quote):
+            return "stopped"
+        if _SKIP.search(quote):
+            return "stopped"
+        if _RESUME.search(quote):
+            return "resumed"
+        if _START.search(quote):
+            return "started"
+        if _ONCE.search(quote) and not _REGULAR.search(quote):
+            return "took_once"
+        return "taking"
+
+    def _class_sev(self, classes: set[str], which: str, default: tuple[str, bool]) -> tuple[str, bool]:
+        best = default if not classes else ("", False)
+        for cid in classes:
+            cls = self.kb.classes.get(cid)
+            if not cls:
+                continue
+            sev, safe = getattr(cls, which)
+            best = (_severity_max(best[0], sev), best[1] or safe)
+        return best if best[0] else default
+
+    def _entry_classes(self, ctx: Context, entries: list[ClinicalEntry]) -> set[str]:
+        ids = {(e.resource_type, e.id) for e in entries}
+        out: set[str] = set()
+        for me in ctx.idx.meds:
+            if (me.entry.resource_type, me.entry.id) in ids:
+                out |= me.classes
+        return out
+
+    def _mention_classes(self, mention: DrugMention) -> set[str]:
+        classes = set(mention.lay_classes)
+        for d in mention.drugs:
+            classes |= self.kb.drug_classes(d)
+        return classes
+
+    def _indications(self, ctx: Context, classes: set[str], text: str = "") -> list[ClinicalEntry]:
+        concepts: set[str] = set()
+        for cid in classes:
+            cls = self.kb.classes.get(cid)
+            if cls:
+                concepts |= set(cls.indications)
+        concepts |= self._purpose_concepts(text)
+        return self._conditions_with_related(ctx, concepts)
+
+    def _purpose_concepts(self, text: str) -> set[str]:
+        out: set[str] = set()
+        for match in re.finditer(r"\bfor (?:my|the|his|her|our|a|an|some)? ?((?:\w+ ){0,2}\w+)", regex_text(text)):
+            phrase = norm(match.group(1))
+            for concept in self.kb.conditions.values():
+                if any(f" {norm(p).strip()} " in phrase for p in (*concept.purpose, *concept.terms)):
+                    out.add(concept.id)
+        return out
+
+    def _conditions_with_related(self, ctx: Context, concepts: set[str]) -> list[ClinicalEntry]:
+        found = ctx.idx.conditions_for(concepts)
+        if not found:
+            related = {r for c in concepts if c in self.kb.conditions for r in self.kb.conditions[c].related}
+            found = ctx.idx.conditions_for(related)
+        return found
+
+    def _interactions(self, ctx: Context, classes: set[str], drugs: list[Drug], *, live_vaccine: bool = False,
+                      pregnant: bool = False) -> list[tuple[str, bool, str, list[ClinicalEntry]]]:
+        """Interaction rows that fire for what the patient takes against the record: (severity, safety, why, partners)."""
+        mine = {f"class:{c}" for c in classes} | {f"drug:{d.name}" for d in drugs}
+        if live_vaccine:
+            mine.add("vaccine:live")
+        out = []
+        for row in self.kb.interactions:
+            for own, other in ((row.a, row.b), (row.b, row.a)):
+                if own not in mine:
+                    continue
+                partners = self._partners(ctx, other, pregnant)
+                if partners is None:
+                    continue
+                lab = ctx.idx.latest_observation(row.loinc) if row.loinc else None
+                out.append((row.severity, row.safety, row.why, partners + ([lab] if lab else [])))
+                break
+        return out
+
+    def _partners(self, ctx: Context, ref: str, pregnant: bool) -> list[ClinicalEntry] | None:
+        kind, _, value = ref.partition(":")
+        if kind == "class":
+            found = ctx.idx.meds_of_classes({value})
+        elif kind == "drug":
+            found = [me.entry for me in ctx.idx.meds if me.entry.state == State.ACTIVE and value in me.names]
+        elif kind == "condition":
+            found = ctx.idx.conditions_for({value})
+        elif kind == "state" and value == "pregnancy":
+            return [] if pregnant or ctx.idx.conditions_for({"pregnancy"}) else None
+        else:
+            return None
+        return found or None
+
+    def _medication(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        quote = regex_text(m.quote)
+        mention = self._drug_mention(m)
+        if not mention:
+            procedure = self._procedure_like(m, ctx)
+            if procedure is not None:
+                return procedure
+            return Verdict(NCR, Cat.MEDICATION, "med-unnamed", explanation="No drug could be identified.")
+        action = self._action(m)
+        match = ctx.idx.match_meds(mention)
+        classes = self._mention_classes(mention) | self._entry_classes(ctx, match.active + match.historical + match.error)
+        label = ", ".join(sorted(mention.names))[:60] or "this medicine"
+
+        # a red flag in the same breath (rescue inhaler many times a day) outranks a plain agreement
+        if match.active and action not in ("stopped", "less"):
+            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote), only_classes=self._entry_classes(ctx, match.active))
+            if flag is not None:
+                return flag
+
+        if m.assertion == Assertion.HISTORICAL and action not in ("stopped",):
+            if match.active or match.historical:
+                return Verdict(AGREE, Cat.MEDICATION, "med-historical-known", explanation=f"Past use of {label} is in the record.").cite(*(match.historical or match.active))
+            return Verdict(NCR, Cat.MEDICATION, "med-historical", explanation="Past medication use; nothing current to reconcile.")
+
+        allergy = self._allergen_taken(m, ctx, mention, action)
+        if allergy is not None:
+            return allergy
+
+        if action == "stopped":
+            if match.active:
+                sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "stop", ("medium", False))
+                v = Verdict(CONTRA, Cat.MEDICATION, "med-stopped-active", sev, safe,
+                            f"Record lists {_short(match.active[0])} as active; patient reports stopping or not taking it.")
+                return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
+            if match.historical:
+                return Verdict(AGREE, Cat.MEDICATION, "med-stopped-agrees", explanation=f"Record also shows {_short(match.historical[0])} as stopped.").cite(*match.historical)
+            return self._careplan_or(m, ctx, Verdict(NCR, Cat.MEDICATION, "med-stopped-unknown", explanation="Stopped a medicine the record does not list."))
+
+        if action in ("less", "more", "changed"):
+            if match.active:
+                sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "change", ("medium", False))
+                word = {"less": "taking less than prescribed (e.g. half a tablet)", "more": "taking more than prescribed"}.get(action, "taking a different dose")
+                v = Verdict(CONTRA, Cat.MEDICATION, f"med-dose-{action}", sev, safe,
+                            f"Record lists {_short(match.active[0])} ({match.active[0].detail or 'as prescribed'}); patient reports {word}.")
+                return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
+
+        # taking / started / resumed / took once / changed dose of an unknown drug
+        if match.active:
+            return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(match.active[0])} as active.").cite(*match.active)
+        sources = _attr(m, "source").lower()
+        someone_else = sources == "someone_else" or bool(_OTHER_SOURCE.search(quote))
+        interactions = self._interactions(ctx, classes, mention.drugs)
+        if match.historical and not match.by_class_only:
+            sev, safe = self._class_sev(classes, "new", ("low", False))
+            v = Verdict(CONTRA, Cat.MEDICATION, "med-taking-stopped", sev, safe,
+                        f"Record shows {_short(match.historical[0])} as {match.historical[0].status}; patient reports taking it.")
+            v.cite(*match.historical)
+        elif match.error and not match.by_class_only:
+            sev, safe = self._class_sev(classes, "new", ("medium", False))
+            v = Verdict(GAP, Cat.MEDICATION, "error-med-only-entry", sev, safe,
+                        f"Patient reports taking {label}; its only record entry ({_short(match.error[0])}) is marked entered-in-error.")
+            v.cite(*match.error)
+            v.cite(*self._indications(ctx, classes, m.quote)[:2])
+        else:
+            if match.by_class_only:
+                # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
+                return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
+            otc = bool(classes) and classes <= (_OTC_CLASSES | {"nsaid_like"})
+            if action == "took_once" and otc and not interactions and not someone_else:
+                return Verdict(NCR, Cat.MEDICATION, "med-otc-once", explanation=f"A single dose of over-the-counter {label}.")
+            sev, safe = self._class_sev(classes, "new", ("medium", False))
+            if someone_else:
+                sev = _severity_max(sev, "medium")
+            who = "someone else's prescription" if someone_else else ("an undocumented medicine or supplement")
+            v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else" if someone_else else "med-undocumented", sev, safe,
+                        f"Patient reports taking {label} ({who}); the record has no entry for it.")
+            v.cite(*ctx.idx.meds_sharing_ingredient(mention.drugs))
+            v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:3])
+        for sev, safe, why, partners in interactions:
+            v.raise_to(sev, safe)
+            v.cite(*partners[:3])
+            if why not in v.explanation:
+                v.explanation = f"{v.explanation} Interaction: {why}."
+        return self._careplan_or(m, ctx, v)
+
+    def _careplan_or(self, m: MemoryDraft, ctx: Context, v: Verdict) -> Verdict:
+        """Add a documented care-plan restriction the memory runs into (a gap becomes a contradiction)."""
+        conflict = self._restriction_hit(m, ctx)
+        if conflict is None:
+            return v
+        careplan, clause = conflict
+        if v.kind == NCR:
+            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False, f"Care plan says: {clause[:120]}; patient reports doing it.")
+        elif v.kind == GAP:
+            v.kind = CONTRA
+            v.rule = f"{v.rule}+careplan"
+            v.explanation = f"{v.explanation} Care plan restricts it ({clause[:80]})."
+        return v.cite(careplan)
+
+    def _allergen_taken(self, m: MemoryDraft, ctx: Context, mention: DrugMention, action: str) -> Verdict | None:
+        if action in ("stopped",) or not mention.drugs:
+            return None
+        hits = [ae for ae in ctx.idx.allergy_matches(set(), mention.drugs)]
+        active = [ae.entry for ae in hits if ae.entry.state == State.ACTIVE]
+        if not active:
+            return None
+        quote = regex_text(m.quote)
+        anaphylaxis = any(f.id == "anaphylaxis" and f.matches(quote) for f in self.kb.red_flags)
+        reaction = _attr(m, "reaction") or any(f.id in ("rash", "anaphylaxis") and f.matches(quote) for f in self.kb.red_flags)
+        if reaction and not _TOLERATED.search(quote):
+            v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", "high" if anaphylaxis else "medium", anaphylaxis,
+                        f"Record lists an active allergy ({_short(active[0])}); patient took a related drug and reacted.")
+        else:
+            v = Verdict(CONTRA, Cat.ALLERGY, "allergy-tolerated", Severity.LOW, False,
+                        f"Record lists an active allergy ({_short(active[0])}); patient reports taking a related drug without a reaction.")
+        return v.cite(*active)
+
+    # --- allergies -----------------------------------------------------------------------------
+
+    def _allergy(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        substance = _attr(m, "substance")
+        text = " ".join([substance, m.content, m.quote])
+        quote = regex_text(m.quote + " " + _attr(m, "reaction"))
+        allergen_ids = allergens_in_text(substance or m.content, self.kb) or allergens_in_text(m.quote, self.kb)
+        mention = drugs_in_text(substance, self.kb) if substance else DrugMention()
+        if not mention.drugs:
+            mention = drugs_in_text(m.content + " " + m.quote, self.kb)
+        hits = ctx.idx.allergy_matches(allergen_ids, mention.drugs)
+        active = [ae.entry for ae in hits if ae.entry.state == State.ACTIVE]
+        inactive = [ae.entry for ae in hits if ae.entry.state == State.INACTIVE]
+        tolerated = m.assertion == Assertion.NEGATED or bool(_TOLERATED.search(quote))
+        if m.assertion == Assertion.HISTORICAL and not tolerated:
+            if active or inactive:
+                return Verdict(AGREE, Cat.ALLERGY, "allergy-historical-known", explanation="The allergy is in the record.").cite(*(active or inactive))
+            return Verdict(NCR, Cat.ALLERGY, "allergy-historical", explanation="A past reaction; nothing current to reconcile.")
+        if tolerated:
+            if active:
+                return Verdict(CONTRA, Cat.ALLERGY, "allergy-tolerated", Severity.LOW, False,
+                               f"Record lists an active allergy ({_short(active[0])}); patient reports exposure without a reaction.").cite(*active)
+            if inactive:
+                return Verdict(AGREE, Cat.ALLERGY, "allergy-inactive-agrees", explanation=f"Record already marks {_short(inactive[0])} inactive.").cite(*inactive)
+            return Verdict(NCR, Cat.ALLERGY, "allergy-none", explanation="No reaction reported; nothing to reconcile.")
+        if not (allergen_ids or mention.drugs):
+            return self._condition(m, ctx)
+        if active:
+            if mention.drugs and _EXPOSURE.search(quote):
+                v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", Severity.MEDIUM, False,
+                            f"Record lists {_short(active[0])} as an active allergy; patient reports being given it again.")
+                self._anaphylaxis(v, quote, ctx)
+                return v.cite(*active)
+            return Verdict(AGREE, Cat.ALLERGY, "allergy-known", explanation=f"Record lists {_short(active[0])} as an active allergy.").cite(*active)
+        rule = "allergy-reaction-inactive" if inactive else "allergy-new-reaction"
+        v = Verdict(GAP, Cat.ALLERGY, rule, Severity.MEDIUM, False,
+                    "Patient reports a reaction to " + (substance or ", ".join(sorted(mention.names)) or "a substance") + " that the allergy list does not show.")
+        v.cite(*inactive)
+        v.cite(*ctx.idx.allergy_list)
+        drug_entries = ctx.idx.match_meds(mention) if mention.drugs else None
+        if drug_entries:
+            v.cite(*drug_entries.active, *drug_entries.historical, *drug_entries.error)
+        self._anaphylaxis(v, quote, ctx)
+        return v
+
+    def _anaphylaxis(self, v: Verdict, quote: str, ctx: Context) -> None:
+        for flag in self.kb.red_flags:
+            if flag.id == "anaphylaxis" and flag.matches(quote):
+                v.raise_to(flag.severity, flag.safety)
+                v.cite(*ctx.idx.conditions_for(set(flag.conditions)))
+                v.cite(*ctx.idx.meds_of_classes(set(flag.classes)))
+                v.explanation += " Signs of anaphylaxis."
+
+    # --- conditions and symptoms --------------------------------------------------------------
+
+    def _red_flag_verdict(self, m: MemoryDraft, ctx: Context, text: str, *, only_classes: set[str] | None = None) -> Verdict | None:
+        flags = [f for f in self.kb.red_flags if f.matches(text)]
+        if only_classes is not None:
+            # inside a medication memory only the flags about that drug's own use count (rescue inhaler overuse)
+            flags = [f for f in flags if set(f.classes) & only_classes and f.careplan]
+        flags = [f for f in flags if not f.requires_conditions or ctx.idx.conditions_for(set(f.requires_conditions))]
+        session = regex_text(ctx.session_text)
+        kept = []
+        for flag in flags:
+            explained = False
+            for cid in flag.explained_by:
+                if ctx.idx.meds_of_classes({cid}, active_only=False) or any(
+                    cid in self.kb.drug_classes(d) for d in drugs_in_text(session, self.kb, fuzzy=False).drugs
+                ) or any(norm(t).strip() in norm(session) for t in self.kb.classes[cid].lay):
+                    explained = True
+            if not explained:
+                kept.append(flag)
+        if not kept:
+            return None
+        kept.sort(key=lambda f: (-SEVERITY_RANK[f.severity], -int(f.safety), f.id))
+        top = kept[0]
+        category = Cat.ALLERGY if top.id in ("anaphylaxis", "rash") else Cat.CONDITION
+        v = Verdict(GAP, category, f"redflag-{top.id}", top.severity, top.safety,
+                    f"Patient reports {', '.join(f.label for f in kept[:3])}; not in the record.")
+        for flag in kept:
+            v.raise_to(flag.severity, flag.safety)
+            v.cite(*ctx.idx.conditions_for(set(flag.conditions))[:3])
+            v.cite(*ctx.idx.meds_of_classes(set(flag.classes))[:2])
+            if flag.loinc:
+                v.cite(ctx.idx.latest_observation(flag.loinc))
+            if flag.careplan:
+                v.cite(*ctx.idx.careplans_addressing({e.id for e in ctx.idx.conditions_for(set(flag.conditions))}))
+            if flag.id in ("anaphylaxis", "rash"):
+                v.cite(*ctx.idx.allergy_list)
+        return v
+
+    def _condition(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        name = _attr(m, "name")
+        status = _attr(m, "stated_status").lower()
+        quote = regex_text(m.quote)
+        concepts = concepts_in_text(name, self.kb) if name else set()
+        if not concepts:
+            concepts = concepts_in_text(m.content, self.kb) or concepts_in_text(m.quote, self.kb)
+        concepts -= {"pregnancy"}
+        stage = stage_of(name or m.content) or stage_of(m.quote)
+        matches = ctx.idx.match_condition(concepts, content_words(name) if name else set())
+        active = [ce for ce in matches if ce.entry.state == State.ACTIVE]
+        historical = [ce for ce in matches if ce.entry.state == State.HISTORICAL]
+        error = [ce for ce in matches if ce.entry.state == State.ERROR]
+        resolved_claim = status == "resolved" or bool(_RESOLVED.search(quote))
+
+        if m.assertion == Assertion.NEGATED:
+            if active and resolved_claim:
+                return self._condition_denied(active)
+            return Verdict(NCR, Cat.CONDITION, "condition-negated", explanation="Denied symptom or condition; nothing to reconcile.")
+
+        # a different stage/type than the active entry ("stage 2, not stage 3")
+        if stage and active:
+            same = [ce for ce in active if ce.stage == stage]
+            other = [ce for ce in active if ce.stage and ce.stage != stage]
+            if other and not same:
+                v = Verdict(CONTRA, Cat.CONDITION, "condition-stage-conflict", Severity.LOW, False,
+                            f"Record lists {_short(other[0].entry)} as active; patient reports {stage}.")
+                v.cite(*(ce.entry for ce in other))
+                v.cite(*self._condition_labs(ctx, concepts))
+                return v
+        if resolved_claim and active and m.assertion != Assertion.HISTORICAL:
+            return self._condition_denied(active, concepts, ctx)
+
+        if m.assertion == Assertion.HISTORICAL:
+            if matches:
+                return Verdict(AGREE, Cat.CONDITION, "condition-historical-known", explanation="The past condition is in the record.").cite(*(ce.entry for ce in (historical or active)))
+            return Verdict(NCR, Cat.CONDITION, "condition-historical", explanation="A past condition; nothing current to reconcile.")
+
+        flag = self._red_flag_verdict(m, ctx, regex_text(" ".join([m.quote, name])))
+        if flag is not None and not (active and not _looks_acute(flag)):
+            return flag
+
+        if active:
+            return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation=f"Record lists {_short(active[0].entry)} as active.").cite(*(ce.entry for ce in active))
+        if m.category == "symptom" or not concepts:
+            return Verdict(NCR, Cat.CONDITION, "symptom-unflagged", explanation="A symptom without red-flag features; nothing to reconcile.")
+        diagnosed = status in ("diagnosed", "new") or bool(_DIAGNOSED.search(quote))
+        labels = ", ".join(sorted(self.kb.conditions[c].terms[0] for c in concepts if c in self.kb.conditions))
+        if error:
+            v = Verdict(GAP, Cat.CONDITION, "error-condition-only-entry", Severity.MEDIUM, False,
+                        f"Patient reports {labels}; the record's only entry for it is marked entered-in-error.")
+            v.cite(*(ce.entry for ce in error))
+        elif historical:
+            v = Verdict(GAP, Cat.CONDITION, "condition-recurrence", Severity.LOW, False,
+                        f"Record shows {_short(historical[0].entry)} as {historical[0].entry.status}; patient reports it now.")
+            v.cite(*(ce.entry for ce in historical))
+        elif diagnosed:
+            v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
+                        f"Patient reports a diagnosis of {labels} that is not in the record.")
+        else:
+            v = Verdict(GAP, Cat.CONDITION, "condition-undocumented", Severity.LOW, False,
+                        f"Patient reports {labels}, which the record does not list.")
+        related = {r for c in concepts if c in self.kb.conditions for r in self.kb.conditions[c].related}
+        v.cite(*ctx.idx.conditions_for(related, states=(State.ACTIVE, State.HISTORICAL)))
+        v.cite(*self._condition_labs(ctx, concepts))
+        if flag is not None:
+            v.raise_to(flag.severity, flag.safety)
+        return v
+
+    def _condition_labs(self, ctx: Context, concepts: set[str]) -> list[ClinicalEntry]:
+        out = []
+        for c in sorted(concepts):
+            concept = self.kb.conditions.get(c)
+            if concept and concept.loinc:
+                lab = ctx.idx.latest_observation(concept.loinc[:1]) or ctx.idx.latest_observation(concept.loinc)
+                if lab:
+                    out.append(lab)
+        return out[:2]
+
+    def _condition_denied(self, active: list, concepts: set[str] | None = None, ctx: Context | None = None) -> Verdict:
+        v = Verdict(CONTRA, Cat.CONDITION, "condition-claimed-resolved", Severity.LOW, False,
+                    f"Record lists {_short(active[0].entry)} as active; patient says it is resolved or absent.")
+        v.cite(*(ce.entry for ce in active))
+        if ctx is not None and concepts:
+            v.cite(*self._condition_labs(ctx, concepts))
+        return v
+
+    # --- measurements ---------------------------------------------------------------------------
+
+    def _measurement(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        kind = _attr(m, "kind").lower()
+        measure = self.kb.measures.get(kind)
+        quote = regex_text(m.quote)
+        if measure is None:
+            flag = self._red_flag_verdict(m, ctx, quote)
+            return flag or Verdict(NCR, Cat.OBSERVATION, "measure-untracked", explanation="Not a tracked clinical measurement.")
+        if m.assertion in (Assertion.NEGATED,):
+            return Verdict(NCR, Cat.OBSERVATION, "measure-negated")
+        readings = _readings(m, kind, quote)
+        conditions = {c for c in ctx.idx.active_concepts}
+        worst: tuple[int, object, dict] | None = None
+        for values in readings:
+            for rule in measure.rules:
+                if eval_rule(rule.when, values, conditions):
+                    rank = SEVERITY_RANK[rule.severity] * 2 + int(rule.safety)
+                    if worst is None or rank > worst[0]:
+                        worst = (rank, rule, values)
+                    break
+        latest = ctx.idx.latest_observation(measure.loinc)
+        related_conditions = self._conditions_with_related(ctx, set(measure.conditions))
+        if m.assertion == Assertion.HISTORICAL and worst is None:
+            return Verdict(NCR, Cat.OBSERVATION, "measure-historical")
+        if worst is None:
+            if not readings:
+                return Verdict(NCR, Cat.OBSERVATION, "measure-no-value", explanation="No value to compare.")
+            v = Verdict(AGREE, Cat.OBSERVATION, "measure-in-range", explanation=f"Reported {kind.replace('_', ' ')} is within the reference range.")
+            return v.cite(latest)
+        _, rule, values = worst
+        shown = _show(kind, values)
+        v = Verdict(GAP, Cat.OBSERVATION, f"reading-{rule.id}", rule.severity, rule.safety,
+                    f"Patient reports {kind.replace('_', ' ')} {shown}, {rule.text}" + (f"; last recorded {latest.detail} ({latest.date[:10]})." if latest and latest.detail else "."))
+        v.cite(*related_conditions[:2])
+        v.cite(latest)
+        v.cite(*ctx.idx.careplans_mentioning(measure.careplan_terms)[:1])
+        flag = self._red_flag_verdict(m, ctx, quote)
+        if flag is not None:
+            v.raise_to(flag.severity, flag.safety)
+            v.cite(*flag.cites[:2])
+        return v
+
+    # --- procedures and immunizations ------------------------------------------------------------
+
+    def _event_time(self, m: MemoryDraft) -> datetime:
+        if m.event_time is not None and m.event_time.start is not None:
+            return m.event_time.start
+        return m.mention_time
+
+    def _procedure_like(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        text = " ".join([_attr(m, "name"), m.content, m.quote])
+        if procedures_in_text(text, self.kb):
+            return self._procedure(m, ctx)
+        return None
+
+    def _procedure(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        name = _attr(m, "name")
+        text = " ".join([name, m.content, m.quote])
+        ids = procedures_in_text(name, self.kb) if name else set()
+        ids = ids or procedures_in_text(m.content, self.kb) or procedures_in_text(m.quote, self.kb)
+        if not ids and vaccines_in_text(text, self.kb) and not _SURGERY.search(regex_text(text)):
+            return self._immunization(m, ctx)
+        sites = sites_in_text(text, self.kb)
+        for p in self.kb.procedures:
+            if p.id in ids:
+                sites |= set(p.sites)
+        matches = [e for e, pids, _ in ctx.idx.procedures if pids & ids and e.state == State.ACTIVE]
+        if not ids and not _SURGERY.search(regex_text(text)):
+            return Verdict(NCR, Cat.PROCEDURE, "procedure-unnamed", explanation="No procedure identified.")
+        if m.assertion == Assertion.NEGATED:
+            if matches:
+                return Verdict(CONTRA, Cat.PROCEDURE, "procedure-denied", Severity.LOW, False,
+                               f"Record documents {_short(matches[0])} ({matches[0].date[:10]}); patient says it was never done.").cite(*matches)
+            return Verdict(NCR, Cat.PROCEDURE, "procedure-negated")
+        if m.assertion == Assertion.HISTORICAL:
+            if matches:
+                return Verdict(AGREE, Cat.PROCEDURE, "procedure-historical-known", explanation="The procedure is in the record.").cite(*matches)
+            return Verdict(NCR, Cat.PROCEDURE, "procedure-historical")
+        when = self._event_time(m)
+        close = [e for e in matches if _days_apart(e.date, when) is not None and _days_apart(e.date, when) <= 90]
+        if close:
+            return Verdict(AGREE, Cat.PROCEDURE, "procedure-recorded", explanation=f"Record documents {_short(close[0])} on {close[0].date[:10]}.").cite(*close)
+        v = Verdict(GAP, Cat.PROCEDURE, "procedure-outside", Severity.LOW, False,
+                    f"Patient reports a procedure ({name or ', '.join(sorted(ids)) or 'surgery'}) that the record does not document"
+                    + (f"; last recorded {_short(matches[0])} on {matches[0].date[:10]}." if matches else "."))
+        v.cite(*sorted(matches, key=lambda e: e.date, reverse=True)[:2])
+        v.cite(*self._site_related(ctx, sites))
+        return v
+
+    def _site_related(self, ctx: Context, sites: set[str]) -> list[ClinicalEntry]:
+        if not sites:
+            return []
+        out: list[ClinicalEntry] = []
+        for ce in ctx.idx.conditions:
+            if ce.entry.state == State.ACTIVE and sites_in_text(ce.entry.display, self.kb) & sites and "encounter-diagnosis" not in ce.entry.category:
+                out.append(ce.entry)
+        for entry, _, psites in ctx.idx.procedures:
+            if entry.state == State.ACTIVE and psites & sites:
+                out.append(entry)
+        for site in self.kb.sites:
+            if site.id in sites:
+                out.extend(ctx.idx.conditions_for(set(site.conditions)))
+        return out[:3]
+
+    def _immunization(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        text = " ".join([_attr(m, "name"), m.content, m.quote])
+        families = vaccines_in_text(_attr(m, "name"), self.kb) if _attr(m, "name") else set()
+        families = families or vaccines_in_text(m.content, self.kb) or vaccines_in_text(m.quote, self.kb)
+        if not families:
+            if procedures_in_text(text, self.kb) or _SURGERY.search(regex_text(text)):
+                return self._procedure(m, ctx)
+            return Verdict(NCR, Cat.IMMUNIZATION, "vaccine-unnamed", explanation="No vaccine identified.")
+        doses = sorted((e for e, fams in ctx.idx.vaccines if fams & families and e.state == State.ACTIVE), key=lambda e: e.date, reverse=True)
+        label = ", ".join(sorted(families)).replace("_", " ")
+        if m.assertion == Assertion.NEGATED:
+            if doses:
+                return Verdict(CONTRA, Cat.IMMUNIZATION, "vaccine-denied", Severity.LOW, False,
+                               f"Record documents {len(doses)} {label} dose(s), latest {doses[0].date[:10]}; patient says never received.").cite(*doses[:4])
+            return Verdict(NCR, Cat.IMMUNIZATION, "vaccine-negated")
+        if m.assertion == Assertion.HISTORICAL:
+            if doses:
+                return Verdict(AGREE, Cat.IMMUNIZATION, "vaccine-historical-known", explanation="Vaccine history is in the record.").cite(*doses[:2])
+            return Verdict(NCR, Cat.IMMUNIZATION, "vaccine-historical")
+        when = self._event_time(m)
+        close = [e for e in doses if (_days_apart(e.date, when) or 10**6) <= 60]
+        if close:
+            return Verdict(AGREE, Cat.IMMUNIZATION, "vaccine-recorded", explanation=f"Record documents {_short(close[0])} on {close[0].date[:10]}.").cite(*close)
+        live = any(v.live for v in self.kb.vaccines if v.id in families)
+        v = Verdict(GAP, Cat.IMMUNIZATION, "vaccine-outside-dose", Severity.LOW, False,
+                    f"Patient reports a {label} vaccine dose the record does not show" + (f"; latest recorded {doses[0].date[:10]}." if doses else "."))
+        v.cite(*doses[:2])
+        for sev, safe, why, partners in self._interactions(ctx, set(), [], live_vaccine=live):
+            v.raise_to(sev, safe)
+            v.cite(*partners[:2])
+            v.explanation += f" {why.capitalize()}."
+        return v
+
+    # --- care activities, lifestyle, smoking, pregnancy ------------------------------------------
+
+    def _restriction_hit(self, m: MemoryDraft, ctx: Context) -> tuple[ClinicalEntry, str] | None:
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        words = stems(expand_activity_words(" ".join([_attr(m, "name", "drug"), m.content, m.quote]), self.kb))
+        if _STOP.search(regex_text(m.quote)):
+            return None
+        for restriction in ctx.idx.restrictions():
+            for phrase in restriction.phrases:
+                if stems(phrase) <= words:
+                    return restriction.careplan, restriction.text
+        return None
+
+    def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        quote = regex_text(m.quote)
+        text = " ".join([_attr(m, "name"), m.content, m.quote])
+        normed = norm(text)
+        stopped = _attr(m, "action").lower() in ("stopped", "skipped") or bool(_STOP.search(quote)) or m.assertion == Assertion.NEGATED
+        for therapy in self.kb.therapies:
+            if any(f" {norm(t).strip()} " in normed for t in therapy.terms) and stopped and m.assertion != Assertion.HISTORICAL:
+                plans = ctx.idx.careplans_mentioning(therapy.terms)
+                conds = ctx.idx.conditions_for(set(therapy.conditions))
+                if not plans and not conds:
+                    continue
+                v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-therapy-abandoned-{therapy.id}", therapy.severity, therapy.safety,
+                            f"Care plan includes {therapy.terms[0]}; patient reports stopping it ({therapy.why}).")
+                v.cite(*plans, *conds)
+                flag = self._red_flag_verdict(m, ctx, regex_text(ctx.session_text))
+                if flag is not None and flag.rule == "redflag-drowsy-driving":
+                    v.raise_to(flag.severity, flag.safety)
+                return v
+        if m.assertion in (Assertion.NEGATED, Assertion.HISTORICAL):
+            return Verdict(NCR, Cat.CAREPLAN, "care-activity-negated")
+        hit = self._restriction_hit(m, ctx)
+        if hit is not None:
+            careplan, clause = hit
+            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False,
+                        f"Care plan says to avoid: {clause[:120]}; patient reports doing it.")
+            v.cite(careplan)
+            v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
+            mention = drugs_in_text(text, self.kb, fuzzy=False)
+            if mention.drugs:
+                for sev, safe, why, partners in self._interactions(ctx, self._mention_classes(mention), mention.drugs):
+                    v.raise_to(sev, safe)
+                    v.cite(*partners[:3])
+                    v.explanation += f" Interaction: {why}."
+            return v
+        mention = drugs_in_text(" ".join([_attr(m, "name"), m.quote]), self.kb, fuzzy=False)
+        if mention.drugs and any(c not in ("supplement",) for d in mention.drugs for c in d.classes):
+            return self._medication(m, ctx)
+        flag = self._red_flag_verdict(m, ctx, quote)
+        if flag is not None:
+            return flag
+        return Verdict(NCR, Cat.CAREPLAN, "care-activity", explanation="Routine care activity; nothing conflicts with the record.")
+
+    def _lifestyle(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        smoking = self._smoking(m, ctx, _text(m))
+        if smoking is not None:
+            return smoking
+        hit = self._restriction_hit(m, ctx)
+        if hit is not None:
+            return self._care_activity(m, ctx)
+        return Verdict(NCR, Cat.CAREPLAN, "lifestyle", explanation="Routine or context; no clinical content to reconcile.")
+
+    def _smoking(self, m: MemoryDraft, ctx: Context, text: str) -> Verdict | None:
+        sm = self.kb.smoking
+        quote = regex_text(m.quote)
+        current = any(re.search(p, quote) for p in sm["current_patterns"])
+        denial = any(re.search(p, quote) for p in sm["denial_patterns"])
+        if not (current or denial) or m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):
+            return None
+        status, entries = ctx.idx.smoking_status()
+        related = ctx.idx.conditions_for({"asthma", "copd", "coronary_disease"})
+        if denial and m.assertion != Assertion.HISTORICAL and not current:
+            if status == "current":
+                return Verdict(CONTRA, Cat.OBSERVATION, "smoking-denied", sm["severity"], sm["safety"],
+                               "Record documents current tobacco use; patient says they do not smoke.").cite(*entries)
+            return Verdict(AGREE, Cat.OBSERVATION, "smoking-agrees", explanation="Not smoking agrees with the record.").cite(*entries) if entries else None
+        if current and m.assertion == Assertion.AFFIRMED:
+            if status in ("never", "former"):
+                v = Verdict(CONTRA, Cat.OBSERVATION, "smoking-status-contradicted", sm["severity"], sm["safety"],
+                            f"Record documents the patient as a {status} smoker; patient reports smoking now.")
+                return v.cite(*entries, *related[:1])
+            if status == "current":
+                return Verdict(AGREE, Cat.OBSERVATION, "smoking-agrees", explanation="Current smoking is in the record.").cite(*entries)
+            return Verdict(GAP, Cat.OBSERVATION, "smoking-undocumented", Severity.LOW, False,
+                           "Patient reports smoking; the record has no smoking status.").cite(*related[:1])
+        return None
+
+    def _pregnancy(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        if ctx.idx.conditions_for({"pregnancy"}):
+            return Verdict(AGREE, Cat.CONDITION, "pregnancy-known", explanation="Pregnancy is in the record.").cite(*ctx.idx.conditions_for({"pregnancy"}))
+        v = Verdict(GAP, Cat.CONDITION, "pregnancy-undocumented", Severity.MEDIUM, False, "Patient reports a pregnancy; the record does not show one.")
+        for sev, safe, why, partners in self._interactions(ctx, {"teratogen"}, [], pregnant=True):
+            pass  # the pregnancy is the new fact: look for teratogens among active meds below
+        teratogens = ctx.idx.meds_of_classes({"teratogen"})
+        if teratogens:
+            v.raise_to("high", True)
+            v.cite(*teratogens[:4])
+            v.explanation += " Active medicines include drugs to avoid in pregnancy."
+        return v
+
+
+# --- small pure helpers -----------------------------------------------------------------------------
+
+
+def careplan_title(entry: ClinicalEntry) -> str:
+    return str((entry.raw or {}).get("title") or entry.display)
+
+
+def _record_category(memory_category: str) -> str:
+    return {
+        "medication": Cat.MEDICATION, "allergy": Cat.ALLERGY, "condition": Cat.CONDITION, "symptom": Cat.CONDITION,
+        "measurement": Cat.OBSERVATION, "procedure": Cat.PROCEDURE, "immunization": Cat.IMMUNIZATION,
+    }.get(memory_category, Cat.CAREPLAN)
+
+
+def _looks_acute(flag: Verdict) -> bool:
+    return flag.severity == Severity.HIGH or flag.safety
+
+
+def _days_apart(iso: str, when: datetime) -> int | None:
+    try:
+        day = datetime.fromisoformat(iso[:10]).date()
+    except ValueError:
+        return None
+    return abs((when.date() - day).days)
+
+
+_NUM = r"(\d{1,3}(?:\.\d+)?)"
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.replace(",", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def _readings(m: MemoryDraft, kind: str, quote: str) -> list[dict]:
+    """Every reading in the memory: the extracted value plus the others the patient listed in the same quote."""
+    a = m.attributes
+    value, value2, unit = _num(a.get("value")), _num(a.get("value2")), str(a.get("unit") or "").lower()
+    out: list[dict] = []
+    if kind == "blood_pressure":
+        pairs = [(float(s), float(d)) for s, d in re.findall(r"\b(\d{2,3})\s*(?:/|over)\s*(\d{2,3})\b", quote)]
+        if value is not None:
+            pairs.append((value, value2 or 0.0))
+        out = [{"value": s, "value2": d} for s, d in pairs if 50 <= s <= 300]
+    elif kind == "glucose":
+        values = [value] if value is not None else []
+        if "mmol" not in unit:
+            values += [float(x) for x in re.findall(r"\b(\d{2,3})\b", quote) if 20 <= float(x) <= 700 and not re.search(rf"\b{x}\s*(?:%|lb|pounds|steps|min|mins|minutes|hours|days|years|mg\b(?!/))", quote)]
+        out = [{"value": v * 18.0 if "mmol" in unit and v < 35 else v} for v in values]
+    elif kind == "temperature":
+        if value is not None:
+            celsius = (value - 32) * 5 / 9 if value > 50 or "f" in unit else value
+            out = [{"value": value, "celsius": celsius}]
+    elif kind == "weight":
+        change = _num(a.get("change"))
+        gained = re.search(r"(?:gain\w*|up|put on|heavier)\D{0,15}" + _NUM + r"\s*(?:lb|lbs|pounds|kg)", quote) or re.search(
+            _NUM + r"\s*(?:lb|lbs|pounds|kg)\s*(?:\w+\s*){0,3}(?:gain|heavier|up)", quote)
+        lost = re.search(r"(?:lost|down|dropped)\D{0,15}" + _NUM + r"\s*(?:lb|lbs|pounds|kg)", quote)
+        if change is None and gained:
+            change = float(gained.group(1))
+        elif change is None and lost:
+            change = -float(lost.group(1))
+        if change is not None:
+            if "kg" in quote and "lb" not in quote and "pound" not in quote:
+                change *= 2.2
+            days = 7.0 if re.search(r"\b(?:a|one|this|last|in a) week\b|\bweek\b", quote) else (
+                2.0 if re.search(r"\b(?:overnight|yesterday|two days|2 days|couple (?:of )?days)\b", quote) else 30.0)
+            intentional = bool(re.search(r"\b(?:diet|trying|goal|on purpose|ozempic|wegovy|program|walking)\b", quote))
+            out = [{"change_lb": change, "days": days, "intentional": intentional}]
+    else:
+        if value is not None:
+            out = [{"value": value, "value2": value2}]
+    return out
+
+
+def _show(kind: str, values: dict) -> str:
+    if kind == "blood_pressure":
+        return f"{values['value']:g}/{values.get('value2') or 0:g}"
+    if kind == "weight":
+        return f"change of {values['change_lb']:+g} lb"
+    return f"{values.get('value', 0):g}"

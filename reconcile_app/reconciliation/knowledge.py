@@ -1,0 +1,369 @@
+"""Curated clinical knowledge tables (data/*.json, each row sourced), loaded once and indexed for matching."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).with_name("data")
+
+_NON_WORD = re.compile(r"[^a-z0-9%+.]+")
+
+
+def norm(text: str) -> str:
+    """Lowercase, fold apostrophes away, keep words/digits; padded with spaces for phrase search."""
+    text = (text or "").lower().replace("\u2019", "'").replace("'", "")
+    text = text.replace("/", " ").replace("-", " ")
+    text = _NON_WORD.sub(" ", text)
+    text = re.sub(r"(?<![0-9])\.|\.(?![0-9])", " ", text)
+    return " " + " ".join(text.split()) + " "
+
+
+def regex_text(text: str) -> str:
+    """The text the regex tables run on: lowercased, curly quotes folded, whitespace collapsed."""
+    return " ".join((text or "").lower().replace("\u2019", "'").split())
+
+
+def has_phrase(normed: str, term: str) -> bool:
+    return f" {term} " in normed if term else False
+
+
+@dataclass(frozen=True)
+class DrugClass:
+    id: str
+    label: str
+    lay: tuple[str, ...]
+    parents: tuple[str, ...]
+    indications: tuple[str, ...]
+    stop: tuple[str, bool]
+    change: tuple[str, bool]
+    new: tuple[str, bool]
+    high_risk: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Drug:
+    name: str
+    aliases: tuple[str, ...]
+    classes: tuple[str, ...]
+    components: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Concept:
+    """A condition concept: lay and SNOMED display words that name it."""
+
+    id: str
+    terms: tuple[str, ...]
+    loinc: tuple[str, ...]
+    related: tuple[str, ...]
+    source: str
+    purpose: tuple[str, ...] = ()  # what a patient says a remedy is "for" ("for my sugar")
+
+
+@dataclass(frozen=True)
+class Vaccine:
+    id: str
+    terms: tuple[str, ...]
+    cvx: tuple[str, ...]
+    live: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class RangeRule:
+    id: str
+    when: str
+    severity: str
+    safety: bool
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Measure:
+    kind: str
+    loinc: tuple[str, ...]
+    terms: tuple[str, ...]
+    conditions: tuple[str, ...]
+    careplan_terms: tuple[str, ...]
+    rules: tuple[RangeRule, ...]
+
+
+@dataclass(frozen=True)
+class Interaction:
+    a: str
+    b: str
+    severity: str
+    safety: bool
+    why: str
+    source: str
+    loinc: tuple[str, ...] = ()  # the lab to look at beside it
+
+
+@dataclass(frozen=True)
+class RedFlag:
+    id: str
+    patterns: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    severity: str
+    safety: bool
+    label: str
+    conditions: tuple[str, ...]
+    classes: tuple[str, ...]
+    loinc: tuple[str, ...]
+    explained_by: tuple[str, ...]
+    requires_conditions: tuple[str, ...]
+    careplan: bool
+    source: str
+
+    def matches(self, text: str) -> bool:
+        """A pattern hit that is not negated just before it ("no chest pain", "without any dizziness")."""
+        if any(p.search(text) for p in self.exclude):
+            return False
+        for pattern in self.patterns:
+            for hit in pattern.finditer(text):
+                if not _NEGATED_BEFORE.search(text[max(0, hit.start() - 40):hit.start()]):
+                    return True
+        return False
+
+
+@dataclass(frozen=True)
+class Allergen:
+    id: str
+    terms: tuple[str, ...]
+    classes: tuple[str, ...]
+    drugs: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Therapy:
+    id: str
+    terms: tuple[str, ...]
+    severity: str
+    safety: bool
+    why: str
+    conditions: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class ActivityGroup:
+    id: str
+    members: tuple[str, ...]
+    tags: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class ProcedureConcept:
+    id: str
+    terms: tuple[str, ...]
+    sites: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Site:
+    id: str
+    terms: tuple[str, ...]
+    conditions: tuple[str, ...]
+    source: str
+
+
+@dataclass
+class Knowledge:
+    classes: dict[str, DrugClass]
+    drugs: list[Drug]
+    conditions: dict[str, Concept]
+    vaccines: list[Vaccine]
+    measures: dict[str, Measure]
+    interactions: list[Interaction]
+    red_flags: list[RedFlag]
+    allergens: list[Allergen]
+    therapies: list[Therapy]
+    activity_groups: list[ActivityGroup]
+    restriction_cues: tuple[str, ...]
+    clause_breaks: tuple[str, ...]
+    conditional_breaks: tuple[str, ...]
+    idioms: tuple[str, ...]
+    procedures: list[ProcedureConcept]
+    sites: list[Site]
+    smoking: dict[str, Any]
+    # indexes
+    drug_terms: list[tuple[str, Drug]] = field(default_factory=list)  # normalized term -> drug, longest first
+    class_terms: list[tuple[str, str]] = field(default_factory=list)  # normalized lay term -> class id
+    drug_by_name: dict[str, Drug] = field(default_factory=dict)
+
+    def class_closure(self, class_ids: set[str] | tuple[str, ...] | list[str]) -> set[str]:
+        out: set[str] = set()
+        todo = list(class_ids)
+        while todo:
+            cid = todo.pop()
+            if cid in out:
+                continue
+            out.add(cid)
+            cls = self.classes.get(cid)
+            if cls:
+                todo.extend(cls.parents)
+        return out
+
+    def drug_classes(self, drug: Drug) -> set[str]:
+        classes = set(drug.classes)
+        for comp in drug.components:
+            other = self.drug_by_name.get(comp)
+            if other:
+                classes |= set(other.classes)
+        return self.class_closure(classes)
+
+
+def _load(name: str) -> Any:
+    return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+
+
+def _t(values: Any) -> tuple[str, ...]:
+    return tuple(values or ())
+
+
+# a negation cue within the last few words before a red-flag hit, in the same clause
+_NEGATED_BEFORE = re.compile(
+    r"\b(?:no|not|never|without|denies|deny|didn'?t|don'?t|haven'?t|hasn'?t|isn'?t|wasn'?t|nothing|zero|free of)\b"
+    r"(?:\s+[\w']+){0,3}\s*$"
+)
+
+
+def _compile(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
+    # whole words: a pattern that starts with a letter must start a word ("rash" is not in "trash")
+    return tuple(re.compile(("\\b" + p) if p[:1].isalpha() else p) for p in patterns)
+
+
+@lru_cache(maxsize=1)
+def load_knowledge() -> Knowledge:
+    classes = {
+        r["id"]: DrugClass(r["id"], r["label"], _t(r["lay"]), _t(r["parents"]), _t(r["indications"]),
+                           (r["stop"][0], bool(r["stop"][1])), (r["change"][0], bool(r["change"][1])),
+                           (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"])
+        for r in _load("drug_classes.json")
+    }
+    drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]
+    conditions = {r["id"]: Concept(r["id"], _t(r["terms"]), _t(r["loinc"]), _t(r.get("related")), r["source"], _t(r.get("purpose"))) for r in _load("conditions.json")}
+    vaccines = [Vaccine(r["id"], _t(r["terms"]), _t(r["cvx"]), bool(r["live"]), r["source"]) for r in _load("vaccines.json")]
+    measures = {
+        r["kind"]: Measure(
+            r["kind"], _t(r["loinc"]), _t(r["terms"]), _t(r["conditions"]), _t(r["careplan_terms"]),
+            tuple(RangeRule(x["id"], x["when"], x["severity"], bool(x["safety"]), x["text"], x["source"]) for x in r["rules"]),
+        )
+        for r in _load("measurements.json")
+    }
+    interactions = [Interaction(r["a"], r["b"], r["severity"], bool(r["safety"]), r["why"], r["source"], _t(r.get("loinc"))) for r in _load("interactions.json")]
+    red_flags = [
+        RedFlag(r["id"], _compile(r["patterns"]), _compile(r.get("exclude_patterns", [])), r["severity"], bool(r["safety"]), r["label"],
+                _t(r["conditions"]), _t(r["classes"]), _t(r["loinc"]), _t(r.get("explained_by")), _t(r.get("requires_conditions")),
+                bool(r.get("careplan")), r["source"])
+        for r in _load("red_flags.json")
+    ]
+    allergens = [Allergen(r["id"], _t(r["terms"]), _t(r["classes"]), _t(r["drugs"]), r["source"]) for r in _load("allergens.json")]
+    careplan = _load("careplan.json")
+    therapies = [Therapy(r["id"], _t(r["terms"]), r["severity"], bool(r["safety"]), r["why"], _t(r["conditions"]), r["source"]) for r in careplan["therapies"]]
+    groups = [ActivityGroup(r["id"], _t(r["members"]), _t(r["tags"]), r["source"]) for r in careplan["activity_groups"]]
+    procedures = [ProcedureConcept(r["id"], _t(r["terms"]), _t(r["sites"]), r["source"]) for r in _load("procedures.json")]
+    sites = [Site(r["id"], _t(r["terms"]), _t(r["conditions"]), r["source"]) for r in _load("sites.json")]
+    kb = Knowledge(
+        classes=classes, drugs=drugs, conditions=conditions, vaccines=vaccines, measures=measures,
+        interactions=interactions, red_flags=red_flags, allergens=allergens, therapies=therapies,
+        activity_groups=groups, restriction_cues=_t(careplan["restriction_cues"]), clause_breaks=_t(careplan["clause_breaks"]),
+        conditional_breaks=_t(careplan["conditional_breaks"]), idioms=_t(careplan["idioms"]),
+        procedures=procedures, sites=sites, smoking=_load("smoking.json"),
+    )
+    terms: dict[str, Drug] = {}
+    for drug in drugs:
+        kb.drug_by_name[drug.name] = drug
+        for term in (drug.name, *drug.aliases):
+            key = norm(term).strip()
+            terms.setdefault(key, drug)
+    kb.drug_terms = sorted(terms.items(), key=lambda kv: -len(kv[0]))
+    kb.class_terms = sorted({(norm(t).strip(), c.id) for c in classes.values() for t in c.lay}, key=lambda kv: (-len(kv[0]), kv[1]))
+    return kb
+
+
+def table_rows() -> dict[str, list[dict[str, Any]]]:
+    """Every curated row by table (for review and for the 'every row has a source' check)."""
+    careplan = _load("careplan.json")
+    smoking = _load("smoking.json")
+    return {
+        "drug_classes": _load("drug_classes.json"),
+        "drugs": _load("drugs.json"),
+        "conditions": _load("conditions.json"),
+        "vaccines": _load("vaccines.json"),
+        "measurements": [rule for m in _load("measurements.json") for rule in m["rules"]],
+        "interactions": _load("interactions.json"),
+        "red_flags": _load("red_flags.json"),
+        "allergens": _load("allergens.json"),
+        "procedures": _load("procedures.json"),
+        "sites": _load("sites.json"),
+        "therapies": careplan["therapies"],
+        "activity_groups": careplan["activity_groups"],
+        "smoking": smoking["status_codes"],
+    }
+
+
+# --- the range-rule expressions: a tiny, safe evaluator (comparisons, and/or/not, names, has_condition) ----
+
+_ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare, ast.Lt, ast.LtE, ast.Gt,
+            ast.GtE, ast.Eq, ast.NotEq, ast.Name, ast.Load, ast.Constant, ast.Call, ast.USub)
+
+
+@lru_cache(maxsize=256)
+def _parse(expr: str) -> ast.Expression:
+    tree = ast.parse(expr, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ValueError(f"unsupported expression in knowledge table: {expr!r}")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id == "has_condition"):
+            raise ValueError(f"unsupported call in knowledge table: {expr!r}")
+    return tree
+
+
+def eval_rule(expr: str, values: dict[str, Any], conditions: set[str]) -> bool:
+    """Evaluate a range rule; a missing value makes its comparison false (never a crash)."""
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.BoolOp):
+            results = [ev(v) for v in node.values]
+            return all(results) if isinstance(node.op, ast.And) else any(results)
+        if isinstance(node, ast.UnaryOp):
+            val = ev(node.operand)
+            if isinstance(node.op, ast.Not):
+                return not val
+            return -val if val is not None else None
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, comp in zip(node.ops, node.comparators):
+                right = ev(comp)
+                if left is None or right is None:
+                    return False
+                ok = {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right,
+                      ast.Eq: left == right, ast.NotEq: left != right}[type(op)]
+                if not ok:
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.Name):
+            return values.get(node.id)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Call):
+            arg = node.args[0]
+            return isinstance(arg, ast.Constant) and arg.value in conditions
+        raise ValueError("unsupported node")
+
+    return bool(ev(_parse(expr)))

@@ -1,0 +1,525 @@
+"""Pure matching of memory mentions to record resources: by code, name, alias and drug class, status-aware."""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
+
+from .knowledge import Drug, Knowledge, has_phrase, load_knowledge, norm, regex_text
+
+LOINC = "http://loinc.org"
+CVX = "http://hl7.org/fhir/sid/cvx"
+
+# words that say nothing about which condition a display names (SNOMED semantic tags and qualifiers)
+_GENERIC_WORDS = {
+    "disorder", "finding", "disease", "chronic", "acute", "syndrome", "situation", "procedure", "stage", "type",
+    "mellitus", "essential", "primary", "secondary", "history", "of", "the", "and", "with", "without", "due", "to",
+    "in", "on", "by", "for", "left", "right", "body", "mass", "index", "severe", "mild", "moderate", "unspecified",
+    "my", "a", "an", "i", "im", "it", "is", "was", "have", "had", "has", "been", "new", "now", "got", "get",
+}
+_STAGE = re.compile(r"\b(stage|type|grade|class)\s+(\d|i{1,3}v?|iv|v)\b")
+_ROMAN = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "v": "5"}
+
+
+# --- mentions ---------------------------------------------------------------------------------
+
+
+@dataclass
+class DrugMention:
+    drugs: list[Drug] = field(default_factory=list)
+    lay_classes: set[str] = field(default_factory=set)  # classes named by a lay term ("water pill")
+    raw_names: set[str] = field(default_factory=set)  # unknown words the patient used as a drug name
+
+    @property
+    def names(self) -> set[str]:
+        return {d.name for d in self.drugs} | self.raw_names
+
+    def __bool__(self) -> bool:
+        return bool(self.drugs or self.lay_classes or self.raw_names)
+
+
+@lru_cache(maxsize=1)
+def _drug_vocab() -> dict[str, Drug]:
+    kb = load_knowledge()
+    vocab: dict[str, Drug] = {}
+    for term, drug in kb.drug_terms:
+        if " " not in term and len(term) >= 6:
+            vocab.setdefault(term, drug)
+    return vocab
+
+
+def _fuzzy_drug(token: str) -> Drug | None:
+    """Misspellings ("lisinipril", "glipazide"): a close match among long single-word drug names only."""
+    if len(token) < 6 or not token.isalpha():
+        return None
+    vocab = _drug_vocab()
+    hit = difflib.get_close_matches(token, list(vocab), n=1, cutoff=0.84)
+    return vocab[hit[0]] if hit else None
+
+
+def drugs_in_text(text: str, kb: Knowledge | None = None, *, fuzzy: bool = True) -> DrugMention:
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    mention = DrugMention()
+    consumed = normed
+    for term, drug in kb.drug_terms:
+        if has_phrase(consumed, term):
+            if drug not in mention.drugs:
+                mention.drugs.append(drug)
+            consumed = consumed.replace(f" {term} ", " | ")
+    hits = [(term, cid) for term, cid in kb.class_terms if has_phrase(consumed, term)]
+    for term, cid in hits:
+        if has_phrase(consumed, term) or any(t == term for t, c in hits if c in mention.lay_classes):
+            mention.lay_classes.add(cid)
+    for term, _ in hits:
+        consumed = consumed.replace(f" {term} ", " | ")
+    if fuzzy:
+        for token in consumed.split():
+            drug = _fuzzy_drug(token)
+            if drug and drug not in mention.drugs:
+                mention.drugs.append(drug)
+    return mention
+
+
+def concepts_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    found = {c.id for c in kb.conditions.values() for t in c.terms if has_phrase(normed, norm(t).strip())}
+    # a more specific concept wins over the generic one it contains ("prediabetes" is not "diabetes")
+    if "prediabetes" in found and not re.search(r"(?<!pre)(?<!pre )diabet", regex_text(text).replace("prediabet", "")):
+        found.discard("diabetes")
+    if "never_smoker" in found or "ex_smoker" in found:
+        found.discard("tobacco_use")
+    return found
+
+
+def stage_of(text: str) -> str:
+    m = _STAGE.search(regex_text(text))
+    if not m:
+        return ""
+    value = m.group(2)
+    return f"{m.group(1)} {_ROMAN.get(value, value)}"
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in norm(text).split() if len(w) >= 4 and w not in _GENERIC_WORDS and not w[0].isdigit()}
+
+
+def vaccines_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    found = {v.id for v in kb.vaccines for t in v.terms if has_phrase(normed, norm(t).strip())}
+    if "flu_live" in found:
+        found.discard("influenza")
+    return found
+
+
+def allergens_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    return {a.id for a in kb.allergens for t in a.terms if has_phrase(normed, norm(t).strip())}
+
+
+def procedures_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    return {p.id for p in kb.procedures for t in p.terms if has_phrase(normed, norm(t).strip())}
+
+
+def sites_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    return {s.id for s in kb.sites for t in s.terms if has_phrase(normed, norm(t).strip())}
+
+
+# --- the record, indexed once per run ----------------------------------------------------------
+
+
+@dataclass
+class MedEntry:
+    entry: ClinicalEntry
+    names: set[str]
+    classes: set[str]
+
+
+@dataclass
+class CondEntry:
+    entry: ClinicalEntry
+    concepts: set[str]
+    words: set[str]
+    stage: str
+
+
+@dataclass
+class AllergyEntry:
+    entry: ClinicalEntry
+    allergens: set[str]
+    drug_names: set[str]
+    classes: set[str]
+    no_known: bool
+
+
+@dataclass
+class MedMatch:
+    active: list[ClinicalEntry] = field(default_factory=list)
+    historical: list[ClinicalEntry] = field(default_factory=list)
+    error: list[ClinicalEntry] = field(default_factory=list)
+    by_class_only: bool = False
+
+    @property
+    def any_visible(self) -> bool:
+        return bool(self.active or self.historical)
+
+
+NO_KNOWN_ALLERGY_CODES = {"716186003", "409137002", "428607008", "1150002"}
+
+
+def careplan_text(entry: ClinicalEntry) -> str:
+    """Title, description, activities (descriptions and codes) and notes of a CarePlan, from the raw resource."""
+    raw = entry.raw or {}
+    parts = [str(raw.get("title") or ""), str(raw.get("description") or "")]
+    for activity in raw.get("activity") or []:
+        if not isinstance(activity, dict):
+            continue
+        detail = activity.get("detail")
+        if isinstance(detail, dict):
+            parts.append(str(detail.get("description") or ""))
+            code = detail.get("code")
+            if isinstance(code, dict):
+                parts.append(str(code.get("text") or ""))
+                parts.extend(str(c.get("display") or "") for c in code.get("coding") or [] if isinstance(c, dict))
+        for note in activity.get("progress") or []:
+            if isinstance(note, dict):
+                parts.append(str(note.get("text") or ""))
+    for note in raw.get("note") or []:
+        if isinstance(note, dict):
+            parts.append(str(note.get("text") or ""))
+    return ". ".join(p for p in parts if p)
+
+
+def careplan_activities(entry: ClinicalEntry) -> list[str]:
+    raw = entry.raw or {}
+    out = []
+    for activity in raw.get("activity") or []:
+        detail = activity.get("detail") if isinstance(activity, dict) else None
+        if isinstance(detail, dict):
+            code = detail.get("code") if isinstance(detail.get("code"), dict) else {}
+            text = " ".join(p for p in (str(detail.get("description") or ""), str(code.get("text") or "")) if p)
+            if text:
+                out.append(text)
+    if raw.get("description"):
+        out.append(str(raw["description"]))
+    return out
+
+
+@dataclass
+class Restriction:
+    careplan: ClinicalEntry
+    text: str  # the restricting clause
+    phrases: list[set[str]]  # each a set of words that must all appear in the memory
+
+
+class RecordIndex:
+    """The record as the rules engine sees it: entries with their drugs, concepts, allergens, sites."""
+
+    def __init__(self, record: ClinicalRecord, kb: Knowledge | None = None) -> None:
+        self.record = record
+        self.kb = kb = kb or load_knowledge()
+        self.meds: list[MedEntry] = []
+        self.conditions: list[CondEntry] = []
+        self.allergies: list[AllergyEntry] = []
+        self.vaccines: list[tuple[ClinicalEntry, set[str]]] = []
+        self.procedures: list[tuple[ClinicalEntry, set[str], set[str]]] = []
+        self.careplans: list[tuple[ClinicalEntry, str]] = []
+        self.observations: dict[str, list[ClinicalEntry]] = {}
+        for entry in record.entries:
+            rtype = entry.resource_type
+            names = " ".join([entry.display, *(c.display for c in entry.codings)])
+            if rtype in ("MedicationRequest", "MedicationStatement"):
+                mention = drugs_in_text(names, kb, fuzzy=False)
+                drug_names = {d.name for d in mention.drugs}
+                classes: set[str] = set()
+                for d in mention.drugs:
+                    classes |= kb.drug_classes(d)
+                    drug_names |= set(d.components)
+                first = next((w for w in norm(entry.display).split() if w.isalpha() and len(w) >= 4), "")
+                if first:
+                    drug_names.add(first)
+                self.meds.append(MedEntry(entry, drug_names, classes))
+            elif rtype == "Condition":
+                self.conditions.append(CondEntry(entry, concepts_in_text(names, kb), content_words(entry.display), stage_of(entry.display)))
+            elif rtype == "AllergyIntolerance":
+                codes = {c.code for c in entry.codings}
+                mention = drugs_in_text(names, kb, fuzzy=False)
+                classes = set()
+                for d in mention.drugs:
+                    classes |= kb.drug_classes(d)
+                allergen_ids = allergens_in_text(names, kb)
+                for a in kb.allergens:
+                    if a.id in allergen_ids:
+                        classes |= set(a.classes)
+                self.allergies.append(AllergyEntry(entry, allergen_ids, {d.name for d in mention.drugs}, classes,
+                                                   bool(codes & NO_KNOWN_ALLERGY_CODES) or "no known" in names.lower()))
+            elif rtype == "Immunization":
+                families = {v.id for v in kb.vaccines if any(c.code in v.cvx and c.system in (CVX, "") for c in entry.codings)}
+                families |= vaccines_in_text(names, kb)
+                self.vaccines.append((entry, families))
+            elif rtype == "Procedure":
+                self.procedures.append((entry, procedures_in_text(names, kb), sites_in_text(names, kb)))
+            elif rtype == "CarePlan":
+                self.careplans.append((entry, careplan_text(entry)))
+            elif rtype == "Observation" and entry.state == State.ACTIVE:
+                for c in entry.codings:
+                    self.observations.setdefault(c.code, []).append(entry)
+        for values in self.observations.values():
+            values.sort(key=lambda e: e.date, reverse=True)
+        self.active_concepts: set[str] = set()
+        for ce in self.conditions:
+            if ce.entry.state == State.ACTIVE:
+                self.active_concepts |= ce.concepts
+        self.active_classes: set[str] = set()
+        self.active_drug_names: set[str] = set()
+        for me in self.meds:
+            if me.entry.state == State.ACTIVE:
+                self.active_classes |= me.classes
+                self.active_drug_names |= me.names
+        self._restrictions: list[Restriction] | None = None
+
+    # --- medications ---
+
+    def match_meds(self, mention: DrugMention) -> MedMatch:
+        out = MedMatch()
+        names = mention.names
+        class_hits: list[MedEntry] = []
+        for me in self.meds:
+            hit = bool(names & me.names)
+            if not hit and not names and mention.lay_classes and me.classes & mention.lay_classes:
+                class_hits.append(me)
+                continue
+            if hit:
+                self._file(out, me.entry)
+        if class_hits:
+            out.by_class_only = True
+            for me in class_hits:
+                self._file(out, me.entry)
+        return out
+
+    @staticmethod
+    def _file(out: MedMatch, entry: ClinicalEntry) -> None:
+        if entry.state == State.ACTIVE:
+            out.active.append(entry)
+        elif entry.state == State.ERROR:
+            out.error.append(entry)
+        else:
+            out.historical.append(entry)
+
+    def meds_of_classes(self, classes: set[str], *, active_only: bool = True) -> list[ClinicalEntry]:
+        return [me.entry for me in self.meds if me.classes & classes and (me.entry.state == State.ACTIVE or not active_only)]
+
+    def meds_sharing_ingredient(self, drugs: list[Drug]) -> list[ClinicalEntry]:
+        """Active record meds whose ingredient is a component of the mentioned combination (Norco -> acetaminophen)."""
+        comps = {c for d in drugs for c in d.components}
+        return [me.entry for me in self.meds if me.entry.state == State.ACTIVE and comps & me.names]
+
+    # --- conditions ---
+
+    def conditions_for(self, concepts: set[str], *, states: tuple[str, ...] = (State.ACTIVE,)) -> list[ClinicalEntry]:
+        return [ce.entry for ce in self.conditions if ce.concepts & concepts and ce.entry.state in states]
+
+    def match_condition(self, concepts: set[str], words: set[str]) -> list[CondEntry]:
+        """Record conditions naming the same concept (or, without a known concept, sharing a content word)."""
+        if concepts:
+            return [ce for ce in self.conditions if ce.concepts & concepts]
+        return [ce for ce in self.conditions if words and len(ce.words & words) >= 1 and ce.words & words != {"pain"}]
+
+    # --- observations ---
+
+    def latest_observation(self, loincs: tuple[str, ...] | list[str]) -> ClinicalEntry | None:
+        candidates = [self.observations[c][0] for c in loincs if c in self.observations]
+        return max(candidates, key=lambda e: e.date) if candidates else None
+
+    # --- care plans ---
+
+    def careplans_mentioning(self, terms: list[str] | tuple[str, ...] | set[str]) -> list[ClinicalEntry]:
+        out = []
+        for entry, text in self.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            normed = norm(text)
+            if any(has_phrase(normed, norm(t).strip()) for t in terms if t):
+                out.append(entry)
+        return out
+
+    def careplans_addressing(self, condition_ids: set[str]) -> list[ClinicalEntry]:
+        out = []
+        for entry, text in self.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            refs = {str(a.get("reference", "")).split("/")[-1] for a in entry.raw.get("addresses") or [] if isinstance(a, dict)}
+            title_concepts = concepts_in_text(str(entry.raw.get("title") or entry.display), self.kb)
+            if refs & condition_ids or title_concepts & {c for ce in self.conditions if ce.entry.id in condition_ids for c in ce.concepts}:
+                out.append(entry)
+        return out
+
+    def restrictions(self) -> list[Restriction]:
+        if self._restrictions is None:
+            self._restrictions = []
+            for entry, _ in self.careplans:
+                if entry.state != State.ACTIVE:
+                    continue
+                for activity in careplan_activities(entry):
+                    for clause in _restricting_clauses(activity, self.kb):
+                        phrases = _restriction_phrases(clause)
+                        if phrases:
+                            self._restrictions.append(Restriction(entry, clause, phrases))
+        return self._restrictions
+
+    # --- allergies ---
+
+    def allergy_matches(self, allergen_ids: set[str], drugs: list[Drug]) -> list[AllergyEntry]:
+        names = {d.name for d in drugs}
+        classes: set[str] = set()
+        for d in drugs:
+            classes |= self.kb.drug_classes(d)
+        out = []
+        for ae in self.allergies:
+            if ae.no_known:
+                continue
+            if ae.allergens & allergen_ids or ae.drug_names & names or (ae.classes & classes - {"antibiotic", "supplement"}):
+                out.append(ae)
+        return out
+
+    @property
+    def allergy_list(self) -> list[ClinicalEntry]:
+        """What a reviewer opens to add an allergy: the active allergy entries (including 'No known allergy')."""
+        return [ae.entry for ae in self.allergies if ae.entry.state == State.ACTIVE]
+
+    # --- smoking ---
+
+    def smoking_status(self) -> tuple[str, list[ClinicalEntry]]:
+        """'never' / 'former' / 'current' / '' from the latest smoking-status observation or tobacco conditions."""
+        sm = self.kb.smoking
+        by_code = {row["code"]: row["status"] for row in sm["status_codes"]}
+        obs = []
+        for code in sm["loinc"]:
+            obs.extend(self.observations.get(code, []))
+        obs.sort(key=lambda e: e.date, reverse=True)
+        for entry in obs:
+            value = entry.raw.get("valueCodeableConcept") or {}
+            codes = [c.get("code") for c in value.get("coding") or [] if isinstance(c, dict)]
+            status = next((by_code[c] for c in codes if c in by_code), "") or _status_from_words(entry.detail)
+            if status:
+                return status, [entry]
+        for ce in self.conditions:
+            if ce.entry.state != State.ACTIVE:
+                continue
+            codes = {c.code for c in ce.entry.codings}
+            status = next((by_code[c] for c in codes if c in by_code), "")
+            if not status and ce.concepts & {"tobacco_use", "ex_smoker", "never_smoker"}:
+                status = _status_from_words(ce.entry.display)
+            if status:
+                return status, [ce.entry]
+        return "", []
+
+
+def _status_from_words(text: str) -> str:
+    t = regex_text(text)
+    if "never" in t:
+        return "never"
+    if "ex-smoker" in t or "former" in t or "ex smoker" in t:
+        return "former"
+    if "smok" in t:
+        return "current"
+    return ""
+
+
+def _restricting_clauses(text: str, kb: Knowledge) -> list[str]:
+    lowered = regex_text(text)
+    out = []
+    for cue in kb.restriction_cues:
+        start = lowered.find(cue)
+        while start != -1:
+            clause = lowered[start + len(cue):]
+            # a restriction that only holds under a condition ("do not drive when drowsy") cannot be checked
+            # against a memory: skip it rather than flag every mention of the activity
+            conditional = min((i for i in (_find_outside_parens(clause, b) for b in kb.conditional_breaks) if i != -1), default=-1)
+            cut = len(clause)
+            for br in kb.clause_breaks:
+                # parenthesised examples stay inside the clause: only break outside parentheses
+                idx = _find_outside_parens(clause, br)
+                if idx != -1:
+                    cut = min(cut, idx)
+            piece = clause[:cut].strip()
+            if piece and not (conditional != -1 and conditional <= cut):
+                out.append(piece)
+            start = lowered.find(cue, start + 1)
+    return out
+
+
+def _find_outside_parens(text: str, needle: str) -> int:
+    depth = 0
+    for i in range(len(text)):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(needle, i):
+            return i
+    return -1
+
+
+_RESTRICTION_STOP = {"use", "using", "take", "taking", "eat", "eating", "do", "doing", "any", "such", "as", "like", "the", "a",
+                     "an", "of", "or", "and", "based", "all", "other", "e.g", "eg", "etc", "only", "to", "with", "your", "classes",
+                     "class", "products", "foods", "food", "drinks", "activities", "activity", "exercise", "exercises"}
+
+
+def _restriction_phrases(clause: str) -> list[set[str]]:
+    """The things a clause restricts: its head noun phrase and each parenthesised example."""
+    inner = re.findall(r"\(([^)]*)\)", clause)
+    head = re.sub(r"\([^)]*\)", " ", clause)
+    pieces = [head] + [p for group in inner for p in re.split(r"[,/]|\bor\b|\band\b", group)]
+    phrases = []
+    for piece in pieces:
+        words = {w for w in norm(piece).split() if w not in _RESTRICTION_STOP and not w.isdigit()}
+        if words:
+            phrases.append(words)
+    return phrases
+
+
+def expand_activity_words(text: str, kb: Knowledge | None = None) -> set[str]:
+    """Memory words plus the tags of activity groups and drug classes it names (running -> high impact)."""
+    kb = kb or load_knowledge()
+    normed = norm(text)
+    for idiom in kb.idioms:
+        normed = normed.replace(f" {norm(idiom).strip()} ", " | ")
+    words = set(normed.split())
+    for group in kb.activity_groups:
+        if any(has_phrase(normed, norm(m).strip()) for m in group.members):
+            for tag in group.tags:
+                words |= set(norm(tag).split())
+            for m in group.members:
+                if has_phrase(normed, norm(m).strip()):
+                    words |= set(norm(m).split())
+    mention = drugs_in_text(text, kb, fuzzy=False)
+    for d in mention.drugs:
+        words |= set(norm(d.name).split())
+        for cid in kb.drug_classes(d):
+            words |= set(norm(kb.classes[cid].label).split()) | {cid}
+            if cid == "nsaid":
+                words |= {"nsaids", "nsaid"}
+    return words
+
+
+def stems(words: set[str]) -> set[str]:
+    out = set()
+    for w in words:
+        for suffix in ("ing", "es", "s", "ed"):
+            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+                w = w[: -len(suffix)]
+                break
+        out.add(w)
+    return out
