@@ -43,26 +43,29 @@ def upload_receive(
     user: AbstractBaseUser | None = None,
     platform: CoachingPlatform | None = None,
     patient: Patient | None = None,
+    total_size: int | None = None,
 ) -> Upload:
     """Store the bytes first, committed on their own, so nothing received is ever lost.
 
-    An oversized file is recorded (hash, size, uploader) but its bytes are not kept: storing them
-    would defeat the limit. `patient` is the intended patient when the uploader chose one.
+    An oversized file is recorded (size, uploader, time) but its bytes are not kept: storing them
+    would defeat the limit. Callers that stop reading at the limit pass the declared `total_size`
+    (the hash of an oversized file is left empty). `patient` is the intended patient, when chosen.
     """
     limit = max_upload_bytes()
-    too_large = len(raw) > limit
+    size = max(len(raw), total_size or 0)
+    too_large = size > limit
     with transaction.atomic():
         upload = Upload.objects.create(
             patient=patient,
             source=source,
             filename=(filename or "")[:255],
             raw=b"" if too_large else raw,
-            sha256=hashlib.sha256(raw).hexdigest(),
-            size=len(raw),
+            sha256="" if too_large else hashlib.sha256(raw).hexdigest(),
+            size=size,
             uploaded_by=user if user is not None and user.is_authenticated else None,
             platform=platform,
             status=Upload.Status.INVALID if too_large else Upload.Status.RECEIVED,
-            errors=[f"the file is {len(raw)} bytes; the limit is {limit}"] if too_large else [],
+            errors=[f"the file is {size} bytes; the limit is {limit}"] if too_large else [],
         )
         audit_record(
             action="transcript.upload",
@@ -71,7 +74,7 @@ def upload_receive(
             patient_pk=patient.pk if patient else None,
             object_type="upload",
             object_id=upload.pk,
-            details={"source": source, "size": len(raw), "sha256": upload.sha256[:16], "platform": platform.pk if platform else None},
+            details={"source": source, "size": size, "sha256": upload.sha256[:16], "platform": platform.pk if platform else None},
         )
     return upload
 
