@@ -37,7 +37,7 @@ def fhir_resource_create(*, base_url: str, bearer: str | None, resource: dict[st
     if bearer:
         headers["Authorization"] = f"Bearer {bearer}"
     try:
-        response = requests.post(url, data=json.dumps(resource), headers=headers, timeout=_timeout(), allow_redirects=False)
+        response = requests.post(url, data=json.dumps(resource).encode("utf-8"), headers=headers, timeout=_timeout(), allow_redirects=False)
     except (requests.ConnectionError, requests.Timeout) as exc:
         raise RetryableError(f"FHIR server unreachable ({exc.__class__.__name__})") from exc
     if response.status_code == 429 or (response.status_code >= 500 and response.status_code != 501):
