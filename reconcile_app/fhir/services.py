@@ -102,15 +102,15 @@ def snapshot_import_bundle(*, bundle: dict, registration: object | None = None) 
 
 # --- pulling the record from the EHR --------------------------------------------------------
 
-# What a pull asks for: (resource type, extra search parameters). Observations: vitals and labs
-# with their full history, in one search (comma = OR) so a server that ignores `category`
-# still returns each observation once.
+# What a pull asks for: (resource type, extra search parameters). Observations are asked for
+# without a category filter: vitals and labs come with their full history, and a lab result whose
+# vendor left out `category` (off-spec, but seen in real feeds) is not silently missed.
 PULL_SEARCHES: tuple[tuple[str, dict[str, str]], ...] = (
     ("Condition", {}),
     ("MedicationRequest", {}),
     ("MedicationStatement", {}),
     ("AllergyIntolerance", {}),
-    ("Observation", {"category": "vital-signs,laboratory"}),
+    ("Observation", {}),
     ("Procedure", {}),
     ("Immunization", {}),
     ("CarePlan", {}),

@@ -178,11 +178,11 @@ def test_an_imported_patient_cannot_be_pulled(db: None) -> None:
     assert pull.status == RecordPull.Status.FAILED and not pull.retryable
 
 
-def test_pull_search_asks_vitals_and_labs_with_history() -> None:
+def test_pull_asks_every_record_type_and_all_observations() -> None:
     from reconcile_app.fhir.services import PULL_SEARCHES
 
     types = [t for t, _ in PULL_SEARCHES]
     assert set(types) >= {"Condition", "MedicationRequest", "MedicationStatement", "AllergyIntolerance", "Observation",
                           "Procedure", "Immunization", "CarePlan", "Encounter"}
-    assert dict(PULL_SEARCHES)["Observation"] == {"category": "vital-signs,laboratory"}
+    assert dict(PULL_SEARCHES)["Observation"] == {}  # no category filter: off-spec labs without one still come
     assert json.dumps(PULL_SEARCHES)  # plain data, safe to log or show
