@@ -1,0 +1,341 @@
+"""ConText-style assertion and experiencer (subject) detection over chat sentences, in pure Python.
+
+Why not medspaCy: spaCy/medspaCy are not installed here, and the decision is a pure-Python implementation:
+it is several times faster (no Doc objects, no loguru), fully deterministic and under our control, and its
+chat rules (a SELF experiencer that ends another person's scope, "stopped taking", "is gone", "what if",
+"wants me to start", "used to") are the part that matters for coaching text.
+
+The algorithm follows ConText (Harkema et al. 2009): trigger phrases with a category and a direction
+(forward, backward or both), scopes that run to the sentence end or a termination term (but, however,
+so, because ...), pseudo-triggers that block a trigger ("not sure" is uncertainty, not negation), and the
+nearest trigger wins. Experiencer is resolved the same way, with two additions for chat:
+  - SELF triggers ("I", "I'm", "me", "my" not followed by a relation word) end another person's scope;
+    there is deliberately no blanket TERMINATE on "I" (a SELF trigger only competes by distance);
+  - a possessive owner directly before the target ("Hector's pills") is weak: a SELF trigger earlier in
+    the clause ("I took one of Hector's pills") keeps the patient as subject and marks the source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NEGATED = "negated"
+HYPOTHETICAL = "hypothetical"
+HISTORICAL = "historical"
+UNCERTAIN = "uncertain"
+AFFIRMED = "affirmed"
+
+FWD, BWD, BOTH = "fwd", "bwd", "both"
+
+# (phrase, category, direction, max window in tokens)
+_ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
+    # negation
+    ("no", NEGATED, FWD, 6), ("not", NEGATED, FWD, 6), ("never", NEGATED, FWD, 8), ("without", NEGATED, FWD, 5),
+    ("don't", NEGATED, FWD, 6), ("dont", NEGATED, FWD, 6), ("didn't", NEGATED, FWD, 6), ("didnt", NEGATED, FWD, 6),
+    ("doesn't", NEGATED, FWD, 6), ("doesnt", NEGATED, FWD, 6), ("haven't", NEGATED, FWD, 6), ("havent", NEGATED, FWD, 6),
+    ("hasn't", NEGATED, FWD, 6), ("hasnt", NEGATED, FWD, 6), ("isn't", NEGATED, FWD, 4), ("isnt", NEGATED, FWD, 4),
+    ("wasn't", NEGATED, FWD, 4), ("wasnt", NEGATED, FWD, 4), ("aren't", NEGATED, FWD, 4), ("weren't", NEGATED, FWD, 4),
+    ("won't", NEGATED, FWD, 5), ("cannot", NEGATED, FWD, 4), ("can't", NEGATED, FWD, 3), ("cant", NEGATED, FWD, 3),
+    ("denies", NEGATED, FWD, 6), ("deny", NEGATED, FWD, 6), ("none", NEGATED, BOTH, 4), ("nothing", NEGATED, FWD, 4),
+    ("nothin", NEGATED, FWD, 4), ("not even", NEGATED, FWD, 5), ("free of", NEGATED, FWD, 4), ("negative for", NEGATED, FWD, 5),
+    ("ruled out", NEGATED, BOTH, 5), ("no sign of", NEGATED, FWD, 5), ("no signs of", NEGATED, FWD, 5), ("nor", NEGATED, FWD, 4),
+    ("neither", NEGATED, FWD, 5), ("zero", NEGATED, FWD, 3),
+    # hypothetical / planned / future
+    ("if", HYPOTHETICAL, FWD, 12), ("what if", HYPOTHETICAL, FWD, 12), ("in case", HYPOTHETICAL, FWD, 8),
+    ("someday", HYPOTHETICAL, BOTH, 12), ("some day", HYPOTHETICAL, BOTH, 12), ("one day", HYPOTHETICAL, BOTH, 10),
+    ("eventually", HYPOTHETICAL, BOTH, 10), ("down the road", HYPOTHETICAL, BOTH, 10), ("in the future", HYPOTHETICAL, BOTH, 10),
+    ("might", HYPOTHETICAL, FWD, 10), ("may need", HYPOTHETICAL, FWD, 8), ("could", HYPOTHETICAL, FWD, 8),
+    ("would", HYPOTHETICAL, FWD, 8), ("should i", HYPOTHETICAL, FWD, 8), ("thinking about", HYPOTHETICAL, FWD, 10),
+    ("thinking of", HYPOTHETICAL, FWD, 10), ("considering", HYPOTHETICAL, FWD, 8), ("consider", HYPOTHETICAL, FWD, 8),
+    ("plan to", HYPOTHETICAL, FWD, 8), ("planning to", HYPOTHETICAL, FWD, 8), ("planning on", HYPOTHETICAL, FWD, 8),
+    ("going to", HYPOTHETICAL, FWD, 6), ("gonna", HYPOTHETICAL, FWD, 6), ("want to", HYPOTHETICAL, FWD, 6),
+    ("wanna", HYPOTHETICAL, FWD, 6), ("wants me to", HYPOTHETICAL, FWD, 8), ("wanted me to", HYPOTHETICAL, FWD, 8),
+    ("want me to", HYPOTHETICAL, FWD, 8), ("talked about", HYPOTHETICAL, FWD, 8), ("talking about", HYPOTHETICAL, FWD, 8),
+    ("ask about", HYPOTHETICAL, FWD, 8), ("ask him about", HYPOTHETICAL, FWD, 8), ("ask her about", HYPOTHETICAL, FWD, 8),
+    ("ask them about", HYPOTHETICAL, FWD, 8), ("suggested", HYPOTHETICAL, FWD, 8), ("recommended", HYPOTHETICAL, FWD, 8),
+    ("will", HYPOTHETICAL, FWD, 6), ("i'll", HYPOTHETICAL, FWD, 6), ("hope to", HYPOTHETICAL, FWD, 6),
+    ("hoping to", HYPOTHETICAL, FWD, 6), ("need to", HYPOTHETICAL, FWD, 6), ("needs to", HYPOTHETICAL, FWD, 6),
+    ("have to get", HYPOTHETICAL, FWD, 6), ("gotta get", HYPOTHETICAL, FWD, 6), ("supposed to start", HYPOTHETICAL, FWD, 6),
+    ("not yet", HYPOTHETICAL, BWD, 12), ("next week", HYPOTHETICAL, BWD, 8), ("next month", HYPOTHETICAL, BWD, 8),
+    ("tomorrow", HYPOTHETICAL, BWD, 8), ("let me come off", HYPOTHETICAL, FWD, 8), ("scheduled", HYPOTHETICAL, BOTH, 8),
+    ("due for", HYPOTHETICAL, FWD, 6),
+    # historical
+    ("used to", HISTORICAL, FWD, 8), ("use to", HISTORICAL, FWD, 8), ("years ago", HISTORICAL, BWD, 10),
+    ("decades ago", HISTORICAL, BWD, 10), ("as a kid", HISTORICAL, BOTH, 10), ("as a child", HISTORICAL, BOTH, 10),
+    ("when i was younger", HISTORICAL, BOTH, 10), ("when i was little", HISTORICAL, BOTH, 10), ("growing up", HISTORICAL, BOTH, 10),
+    ("in the past", HISTORICAL, BOTH, 8), ("previously", HISTORICAL, FWD, 6), ("history of", HISTORICAL, FWD, 5),
+    ("back then", HISTORICAL, BOTH, 8), ("long time ago", HISTORICAL, BOTH, 10), ("in my twenties", HISTORICAL, BOTH, 8),
+    ("in my 20s", HISTORICAL, BOTH, 8), ("in high school", HISTORICAL, BOTH, 8), ("in college", HISTORICAL, BOTH, 8),
+    # uncertainty
+    ("not sure", UNCERTAIN, BOTH, 10), ("unsure", UNCERTAIN, BOTH, 8), ("i think maybe", UNCERTAIN, FWD, 10),
+    ("maybe", UNCERTAIN, FWD, 10), ("possibly", UNCERTAIN, BOTH, 6), ("probably", UNCERTAIN, FWD, 6), ("idk", UNCERTAIN, FWD, 10),
+    ("don't know if", UNCERTAIN, FWD, 10), ("dont know if", UNCERTAIN, FWD, 10), ("i guess", UNCERTAIN, FWD, 8),
+    ("guess", UNCERTAIN, FWD, 8), ("i wonder if", UNCERTAIN, FWD, 10), ("wondering if", UNCERTAIN, FWD, 10),
+    ("might have", UNCERTAIN, FWD, 8), ("may have", UNCERTAIN, FWD, 8), ("could be", UNCERTAIN, FWD, 8),
+    ("could have", UNCERTAIN, FWD, 8), ("pretty sure", UNCERTAIN, FWD, 8), ("suspect", UNCERTAIN, FWD, 8),
+    ("supposedly", UNCERTAIN, FWD, 8), ("or something", UNCERTAIN, BWD, 4),
+]
+
+# Phrases that look like triggers but are not (matched first, longest wins, they consume their tokens).
+_PSEUDO = [
+    "not sure", "no doubt", "not only", "not just", "no wonder", "not bad", "no problem", "no worries", "not too bad",
+    "if that's what", "if thats what", "even if", "as if", "what if", "no more", "not anymore", "no longer",
+    "not yet", "would you", "could you", "will you", "if you", "not a big deal", "nothing new", "nothing else",
+    "don't know if", "dont know if", "might have", "may have", "could be", "could have", "i think maybe", "not even",
+    "never mind", "not that bad", "no big deal", "not really sure",
+]
+
+TERMINATORS = frozenset(
+    "but however though although except yet whereas so because bc cause cuz since which while unless then".split()
+)
+# "since" as a time preposition ("since Thursday") must not end a scope; handled by _is_time_since.
+_TIME_WORDS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
+    "january february march april may june july august september october november december jan feb mar apr jun "
+    "jul aug sep sept oct nov dec yesterday today last then thanksgiving christmas easter the this that "
+    "morning night week weekend month year summer winter spring fall we i".split()
+)
+
+RELATIONS = frozenset(
+    """
+    husband wife hubby spouse partner boyfriend girlfriend fiance fiancee dad father mom mother mum mama papa pop
+    parents parent son daughter kid kids child children brother sister sibling siblings grandma grandmother grandpa
+    grandfather granddaughter grandson grandkids grandkid grandchild grandchildren aunt uncle cousin niece nephew
+    in-laws inlaws mother-in-law father-in-law sister-in-law brother-in-law son-in-law daughter-in-law stepdad
+    stepmom stepson stepdaughter friend friends buddy bff neighbor neighbour neighbors roommate roommates
+    coworker co-worker coworkers boss colleague resident residents client clients classmate teammate dog cat
+    guy lady man woman girl boy people everyone everybody someone somebody family
+    """.split()
+)
+OTHER_PRONOUNS = frozenset("he she him his her hers hes shes he's she's himself herself".split())
+SELF_WORDS = frozenset("i i'm im i've ive i'd id me myself mine we we're were we've us our ourselves".split())
+CLINICIANS = frozenset(
+    """
+    doctor doc dr dr's doctor's physician nurse np pa specialist endo endocrinologist cardiologist nephrologist
+    neurologist pulmonologist dermatologist dentist surgeon ortho orthopedist gi oncologist psychiatrist therapist
+    pharmacist obgyn gyno provider pcp rheumatologist urologist ent optometrist ophthalmologist podiatrist
+    """.split()
+)
+# Verbs that, after "he/she", describe a clinician acting on the patient rather than another person's health.
+_PRESCRIBER_VERBS = frozenset(
+    "added prescribed gave give put switched upped increased raised lowered decreased doubled halved cut changed "
+    "told said says wants wanted recommended suggested ordered diagnosed referred sent started took adjusted "
+    "bumped dropped stopped refilled renewed thinks".split()
+)
+_ME_OBJECTS = frozenset("me my i i'm im".split())
+
+
+@dataclass(frozen=True)
+class Trigger:
+    start: int  # token index
+    end: int
+    category: str
+    direction: str
+    window: int
+    phrase: str
+
+
+@dataclass
+class ContextResult:
+    assertion: str = AFFIRMED
+    subject: str = "patient"
+    relation: str = ""
+    owner: str = ""  # "hector's pills" with the patient taking them
+    triggers: list[str] = field(default_factory=list)
+    negation_at: int = -1  # token index of the negation trigger that applied (medication actions use it)
+
+
+def _compile(phrases: list[tuple[str, str, str, int]]) -> dict[int, list[tuple[tuple[str, ...], str, str, int]]]:
+    by_len: dict[int, list] = {}
+    for phrase, cat, direction, window in phrases:
+        toks = tuple(phrase.split())
+        by_len.setdefault(len(toks), []).append((toks, cat, direction, window))
+    return by_len
+
+
+_TRIGGER_TABLE = {toks: (cat, d, w) for by in _compile(_ASSERTION_TRIGGERS).values() for toks, cat, d, w in by}
+_PSEUDO_TABLE = {tuple(p.split()) for p in _PSEUDO}
+_MAX_PHRASE = max(len(t) for t in list(_TRIGGER_TABLE) + list(_PSEUDO_TABLE))
+
+
+def find_assertion_triggers(words: list[str]) -> list[Trigger]:
+    out: list[Trigger] = []
+    i, n = 0, len(words)
+    while i < n:
+        matched = False
+        for size in range(min(_MAX_PHRASE, n - i), 0, -1):
+            key = tuple(words[i : i + size])
+            if key in _PSEUDO_TABLE and key not in _TRIGGER_TABLE:
+                i += size
+                matched = True
+                break
+            if key in _TRIGGER_TABLE:
+                cat, direction, window = _TRIGGER_TABLE[key]
+                if _blocked(words, i, size, key):
+                    break
+                out.append(Trigger(i, i + size, cat, direction, window, " ".join(key)))
+                i += size
+                matched = True
+                break
+        if not matched:
+            i += 1
+    return out
+
+
+def _blocked(words: list[str], i: int, size: int, key: tuple[str, ...]) -> bool:
+    """Contextual pseudo-triggers that need a look at the neighbours."""
+    nxt = words[i + size] if i + size < len(words) else ""
+    if key == ("could",) and nxt in {"barely", "hardly", "not", "feel", "tell", "see"}:
+        return True
+    if key in {("will",), ("i'll",)} and nxt in {"say", "admit", "tell"}:
+        return True
+    if key == ("no",) and nxt in {"matter", "way", "idea", "one", "joke", "clue", "thanks"}:
+        return True
+    if key == ("if",) and nxt in {"that's", "thats", "you", "anything"}:
+        return True
+    if key == ("since",):
+        return True
+    return False
+
+
+def _is_terminator(words: list[str], idx: int) -> bool:
+    w = words[idx]
+    if w not in TERMINATORS:
+        return False
+    if w == "since":  # "since thursday" is a time, "since it hurts" is a clause
+        nxt = words[idx + 1] if idx + 1 < len(words) else ""
+        return nxt not in _TIME_WORDS and not nxt.isdigit()
+    if w == "then" and idx > 0 and words[idx - 1] in {"since", "and", "back"}:
+        return False
+    return True
+
+
+def _in_scope(words: list[str], trig: Trigger, start: int, end: int) -> bool:
+    if trig.direction in (FWD, BOTH) and trig.end <= start:
+        if start - trig.end <= trig.window and not any(_is_terminator(words, k) for k in range(trig.end, start)):
+            return True
+    if trig.direction in (BWD, BOTH) and trig.start >= end:
+        if trig.start - end <= trig.window and not any(_is_terminator(words, k) for k in range(end, trig.start)):
+            return True
+    return False
+
+
+def assertion_for(words: list[str], start: int, end: int, triggers: list[Trigger] | None = None) -> tuple[str, Trigger | None]:
+    """The category of the nearest trigger whose scope covers tokens [start, end)."""
+    triggers = triggers if triggers is not None else find_assertion_triggers(words)
+    best: tuple[int, Trigger] | None = None
+    for trig in triggers:
+        if trig.start < end and trig.end > start:
+            continue  # a trigger inside the target ("no salt" diet) is part of the target
+        if not _in_scope(words, trig, start, end):
+            continue
+        distance = start - trig.end if trig.end <= start else trig.start - end
+        # Hypothetical and historical frames outrank an inner negation ("if I don't take it").
+        rank = distance - (50 if trig.category in (HYPOTHETICAL, HISTORICAL) else 0)
+        if best is None or rank < best[0]:
+            best = (rank, trig)
+    if best is None:
+        return AFFIRMED, None
+    return best[1].category, best[1]
+
+
+# ---- experiencer -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Person:
+    index: int
+    kind: str  # "self", "other", "owner", "clinician"
+    relation: str
+
+
+def find_people(words: list[str], names: set[int] | None = None, clinician_context: bool = False,
+                skip: set[int] | None = None) -> list[Person]:
+    """Experiencer triggers in token order. `names` are token indexes of capitalised person names."""
+    names = names or set()
+    skip = skip or set()
+    out: list[Person] = []
+    last_relation = ""
+    last_was_clinician = clinician_context
+    n = len(words)
+    for i, w in enumerate(words):
+        if i in skip:
+            continue
+        base = w[:-2] if w.endswith("'s") else w
+        possessive = w.endswith("'s") or (w.endswith("s") and base in RELATIONS)
+        if base in CLINICIANS:
+            last_was_clinician = True
+            out.append(Person(i, "clinician", base))
+            continue
+        if base in RELATIONS or i in names:
+            relation = base if base in RELATIONS else "named person"
+            # "my sister's" / "hector's" right before the target: an owner, weak against an earlier SELF
+            if w.endswith("'s") and i + 1 < n and words[i + 1] not in {"been", "got", "on", "taking", "had", "is", "not"}:
+                out.append(Person(i, "owner", relation))
+            else:
+                out.append(Person(i, "other", relation))
+            last_relation = relation
+            last_was_clinician = False
+            continue
+        if w in OTHER_PRONOUNS:
+            window = words[i + 1 : i + 4]
+            prescribing = any(v in _PRESCRIBER_VERBS for v in window)
+            to_me = any(v in _ME_OBJECTS for v in words[i + 1 : i + 7])
+            if last_was_clinician or (prescribing and (to_me or any(v in {"added", "prescribed", "upped", "increased",
+                                                                           "lowered", "decreased", "ordered", "recommended",
+                                                                           "suggested", "doubled", "halved"} for v in window))):
+                out.append(Person(i, "clinician", "clinician"))
+                continue
+            if w in {"her", "his"} and i > 0 and words[i - 1] in {"use", "used", "borrowed", "with", "to", "for"} and not last_relation:
+                continue  # "made me use her cuff": an object, not an experiencer
+            out.append(Person(i, "other", last_relation or "other person"))
+            continue
+        if w in SELF_WORDS or (w == "my" and not (i + 1 < n and (words[i + 1] in RELATIONS or words[i + 1].rstrip("s") in RELATIONS))):
+            out.append(Person(i, "self", ""))
+            continue
+        if w == "ill" and i + 1 < n and words[i + 1] in {"call", "ask", "tell", "try", "be", "start", "take", "get", "see", "need", "have", "go", "do", "let", "check", "make", "talk"}:
+            out.append(Person(i, "self", ""))
+    return out
+
+
+def subject_for(words: list[str], start: int, end: int, people: list[Person]) -> tuple[str, str, str]:
+    """(subject, relation, owner) for tokens [start, end): the nearest experiencer trigger wins.
+
+    Another person's forward scope runs to a SELF trigger or a termination term; a backward scope
+    ("insulin for my mom") is short. Clinicians never become the subject.
+    """
+    best_before: Person | None = None
+    for p in people:
+        if p.index >= start:
+            break
+        if any(_is_terminator(words, k) and words[k] not in {"since", "then", "so"} for k in range(p.index + 1, start)):
+            if p.kind != "self":
+                continue
+        best_before = p
+    owner = ""
+    subject, relation = "patient", ""
+    if best_before is not None and best_before.kind in ("other", "owner"):
+        if best_before.kind == "owner":
+            earlier_self = any(p.kind == "self" and p.index < best_before.index for p in people)
+            if earlier_self:
+                return "patient", "", best_before.relation
+        subject, relation = "other", best_before.relation
+    # a short backward scope: "... for my dad", "... for him"
+    for p in people:
+        if p.index >= end and p.index - end <= 3 and p.kind == "other" and end < len(words) and words[end] in {"for", "of"}:
+            return "other", p.relation, owner
+    return subject, relation, owner
+
+
+def assess(words: list[str], start: int, end: int, *, names: set[int] | None = None,
+           clinician_context: bool = False, triggers: list[Trigger] | None = None,
+           people: list[Person] | None = None) -> ContextResult:
+    """Assertion and subject of the target tokens [start, end) of one sentence."""
+    assertion, trig = assertion_for(words, start, end, triggers)
+    people = people if people is not None else find_people(words, names, clinician_context, skip=set(range(start, end)))
+    subject, relation, owner = subject_for(words, start, end, people)
+    result = ContextResult(assertion=assertion, subject=subject, relation=relation, owner=owner)
+    if trig is not None:
+        result.triggers.append(f"{trig.category}:{trig.phrase}")
+        if trig.category == NEGATED:
+            result.negation_at = trig.start
+    return result

@@ -1,0 +1,463 @@
+"""Clinical lexicon: drug-NER variants, ICD-10-CM lay terms, curated aliases and record displays as one n-gram index."""
+from __future__ import annotations
+
+import bz2
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import pickle
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+logger = logging.getLogger(__name__)
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+ALIASES_PATH = DATA_DIR / "aliases.json"
+
+# Tokens keep inner apostrophes and hyphens ("sister-in-law", "hector's"), nothing else.
+TOKEN_RE = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
+MAX_NGRAM = 6
+
+# Priority when two sources claim the same phrase: curated beats the record beats the packages.
+PRIORITY = {"alias": 0, "record": 1, "drug_ner": 2, "icd10cm": 3}
+
+# Ordinary English and chat words that happen to be drug-dictionary variants (brands, abbreviations,
+# foreign names of metals) or ICD terms. A general list, not tuned to any transcript.
+STOPWORDS = frozenset(
+    """
+    a an the and or but if so of to in on at by for from with without about as is are was were be been being am
+    i me my mine we us our you your he him his she her they them their it its this that these those there here
+    do does did done doing have has had having get got gets getting go goes went gone going make made take took
+    taken taking give gave given use used using one two three four five six seven eight nine ten all any some
+    no not never none nothing yes yeah ok okay lol lmao omg idk tbh btw fyi pls thx ty np imo ngl
+    caps cap sits sit hops oats flours flour mops modus sone lats vals tris cloves aloe sulfur talen cobre eisen
+    hierro kupfer titane cuivre pulsar tetris silverado colgate diamonds camila angelica rela agit caju cera ches
+    copal boldo dona gana zyma teta xepi mentol snares yeasts orexin titin sulp ogen tums pecans lindan tensin
+    fargo mirena lamins trim mars alli plan help may june april august march will can cant wont dont
+    well good fine great better worse best bad sick pill pills shot shots pen pens med meds medicine
+    cold fall falls fell hurt hurts sore tired fat thin dry wet hot warm
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One lexicon sense of a phrase."""
+
+    kind: str  # drug, drug_class, condition, symptom, procedure, immunization, care, allergen
+    canonical: str
+    source: str  # alias, record, drug_ner, icd10cm
+    detail: str = ""  # provenance note (alias source text, ICD code, record resource)
+    drug_class: str = ""
+    is_brand: bool = False
+    record_ref: tuple[str, str] | None = None  # (resourceType, id) when matched against the record
+    display: str = ""
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class Hit:
+    start: int
+    end: int
+    tok_start: int
+    tok_end: int
+    term: str
+    entries: tuple[Entry, ...]
+
+    @property
+    def best(self) -> Entry:
+        return self.entries[0]
+
+
+@dataclass
+class Candidate:
+    term: str
+    suggestion: str
+    kind: str
+    score: float
+    admitted: bool
+    start: int = 0
+    end: int = 0
+
+
+def tokenize(lowered: str) -> list[tuple[str, int, int]]:
+    return [(m.group(), m.start(), m.end()) for m in TOKEN_RE.finditer(lowered)]
+
+
+def normalize_phrase(text: str) -> str:
+    return " ".join(t for t, _, _ in tokenize(lower_same_length(text)))
+
+
+def lower_same_length(text: str) -> str:
+    """Lowercase without changing offsets (a few Unicode letters grow when lowered) and fold curly quotes."""
+    if text.isascii():
+        return text.lower().replace("`", "'")
+    out = []
+    for ch in text:
+        low = ch.lower()
+        if len(low) != 1:
+            low = ch
+        if low in "\u2019\u2018\u02bc`":
+            low = "'"
+        out.append(low)
+    return "".join(out)
+
+
+def damerau1(a: str, b: str) -> bool:
+    """True when a and b differ by at most one insertion, deletion, substitution or adjacent transposition."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    if la == lb:
+        diff = [i for i in range(la) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+    if la > lb:
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1 :]
+
+
+def _deletes(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+@dataclass
+class Lexicon:
+    phrases: dict[str, tuple[Entry, ...]] = field(default_factory=dict)
+    drug_classes: dict[str, str] = field(default_factory=dict)
+    fuzzy_index: dict[str, tuple[str, ...]] = field(default_factory=dict)  # delete-variant -> drug words
+    alias_version: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    # ---- building ---------------------------------------------------------------------------
+
+    def add(self, phrase: str, entry: Entry, *, normalized: bool = False) -> None:
+        key = phrase if normalized else normalize_phrase(phrase)
+        if not key or key.count(" ") >= MAX_NGRAM:
+            return
+        existing = self.phrases.get(key)
+        if existing is None:
+            self.phrases[key] = (entry,)
+            return
+        if any(e.kind == entry.kind and e.canonical == entry.canonical for e in existing):
+            return
+        self.phrases[key] = tuple(sorted((*existing, entry), key=lambda e: PRIORITY.get(e.source, 9)))
+
+    def class_of(self, drug: str) -> str:
+        return self.drug_classes.get(drug, "")
+
+    # ---- matching ---------------------------------------------------------------------------
+
+    def match(self, lowered: str, tokens: list[tuple[str, int, int]] | None = None,
+              overlay: dict[str, tuple[Entry, ...]] | None = None) -> list[Hit]:
+        """Longest-match-first scan over token n-grams; overlay entries (the record's) take priority."""
+        tokens = tokens if tokens is not None else tokenize(lowered)
+        words = [t for t, _, _ in tokens]
+        hits: list[Hit] = []
+        i, n = 0, len(words)
+        while i < n:
+            found = None
+            for size in range(min(MAX_NGRAM, n - i), 0, -1):
+                key = " ".join(words[i : i + size])
+                entries = self._lookup(key, overlay)
+                if entries is None and size == 1:
+                    entries = self._lookup_variants(words[i], overlay)
+                if entries:
+                    found = (size, entries)
+                    break
+            if found:
+                size, entries = found
+                start, end = tokens[i][1], tokens[i + size - 1][2]
+                hits.append(Hit(start, end, i, i + size, lowered[start:end], entries))
+                i += size
+            else:
+                i += 1
+        return hits
+
+    def _lookup(self, key: str, overlay: dict[str, tuple[Entry, ...]] | None) -> tuple[Entry, ...] | None:
+        if overlay and key in overlay:
+            return overlay[key] + self.phrases.get(key, ())
+        return self.phrases.get(key)
+
+    def _lookup_variants(self, word: str, overlay: dict[str, tuple[Entry, ...]] | None) -> tuple[Entry, ...] | None:
+        """Possessive and plural forms: "hector's" is not a drug, "norcos" is."""
+        if word.endswith("'s"):
+            return None
+        if len(word) > 4 and word.endswith("s") and word not in STOPWORDS:
+            return self._lookup(word[:-1], overlay)
+        return None
+
+    def near_misses(self, tokens: list[tuple[str, int, int]], matched: set[int]) -> list[Candidate]:
+        """Unmatched words one edit away from a drug-dictionary word (SymSpell-style delete index)."""
+        out: list[Candidate] = []
+        for idx, (word, start, end) in enumerate(tokens):
+            if idx in matched or len(word) < 7 or not word.isalpha() or word in STOPWORDS:
+                continue
+            suggestions: set[str] = set()
+            for probe in {word} | _deletes(word):
+                for target in self.fuzzy_index.get(probe, ()):
+                    if target != word and damerau1(word, target):
+                        suggestions.add(target)
+            if not suggestions:
+                continue
+            canon = sorted({e.canonical for s in suggestions for e in self.phrases.get(s, ()) if e.kind == "drug"})
+            admitted = len(canon) == 1 and len(word) >= 7
+            best = sorted(suggestions)[0]
+            out.append(Candidate(word, canon[0] if len(canon) == 1 else best, "drug", 0.8, admitted, start, end))
+        return out
+
+
+# ---- sources ----------------------------------------------------------------------------------
+
+
+def _load_aliases(lex: Lexicon) -> None:
+    data = json.loads(ALIASES_PATH.read_text(encoding="utf-8"))
+    lex.alias_version = str(data.get("version", ""))
+    lex.drug_classes.update(data.get("drug_classes", {}))
+    for item in data.get("entries", []):
+        kind, canonical = item["kind"], item["canonical"]
+        cls = item.get("drug_class", "") or (canonical if kind == "drug_class" else lex.drug_classes.get(canonical, ""))
+        lex.add(item["term"], Entry(kind, canonical, "alias", item.get("source", ""), drug_class=cls))
+    lex.stats["aliases"] = len(data.get("entries", []))
+
+
+def _drug_ner_path() -> Path | None:
+    try:
+        import drug_named_entity_recognition as pkg
+    except ImportError:  # the package is a declared dependency; degrade to aliases if absent
+        return None
+    path = Path(os.path.dirname(pkg.__file__)) / "drug_ner_dictionary.pkl.bz2"
+    return path if path.exists() else None
+
+
+def _load_drug_ner(lex: Lexicon) -> None:
+    path = _drug_ner_path()
+    if path is None:
+        lex.stats["drug_ner_variants"] = 0
+        return
+    with bz2.open(path, "rb") as fh:
+        data = pickle.load(fh)  # the package's own shipped file, read the way the package reads it
+    variants: dict[str, list[str]] = data.get("drug_variant_to_canonical", {})
+    variant_data: dict[str, dict] = data.get("drug_variant_to_variant_data", {})
+    fuzzy: dict[str, list[str]] = {}
+    shared: dict[tuple[str, bool], Entry] = {}
+    count = 0
+    for variant, canonicals in variants.items():
+        if not canonicals:
+            continue
+        key = " ".join(TOKEN_RE.findall(variant.lower())) if variant.isascii() else normalize_phrase(variant)
+        if not key or key in STOPWORDS or (len(key) <= 3 and " " not in key):
+            continue
+        canonical = str(canonicals[0]).lower()
+        brand = bool(variant_data.get(variant, {}).get("is_brand"))
+        entry = shared.get((canonical, brand))
+        if entry is None:  # one Entry per drug and brand flag keeps 100k variants small
+            entry = shared[(canonical, brand)] = Entry("drug", canonical, "drug_ner", "drug-named-entity-recognition",
+                                                       drug_class=lex.drug_classes.get(canonical, ""), is_brand=brand)
+        lex.add(key, entry, normalized=True)
+        count += 1
+        if key.isalpha() and len(key) >= 7:
+            for d in _deletes(key) | {key}:
+                fuzzy.setdefault(d, []).append(key)
+    lex.fuzzy_index = {k: tuple(v) for k, v in fuzzy.items()}
+    lex.stats["drug_ner_variants"] = count
+
+
+_ICD_DROP = re.compile(
+    r"\b(other|unspecified|specified|nec|nos|due to|with|without|classified|sequela|encounter|subsequent|initial|"
+    r"newborn|fetus|maternal|pregnancy|puerperium|childbirth|poisoning|underdosing|adverse|exposure|struck|"
+    r"accident|assault|history|personal|family|status|presence|screening|examination|contact)\b"
+)
+_ICD_CLEAN = [
+    (re.compile(r"\[[^\]]*\]|\([^)]*\)"), " "),
+    (re.compile(r",\s*(unspecified|site not specified|not elsewhere classified).*$"), ""),
+    (re.compile(r"\bnos\b"), ""),
+    (re.compile(r"^unspecified\s+"), ""),
+]
+
+
+def _icd_terms(text: str) -> list[str]:
+    term = text.lower()
+    for rx, rep in _ICD_CLEAN:
+        term = rx.sub(rep, term)
+    term = re.sub(r"\s+", " ", term).strip(" ,")
+    if not term or "," in term or _ICD_DROP.search(term):
+        return []
+    parts = [term]
+    if " and " in term and len(term.split()) <= 5:  # "dizziness and giddiness" -> both halves
+        parts += [p.strip() for p in term.split(" and ")]
+    return [p for p in parts if 1 <= len(p.split()) <= 4 and len(p) >= 4]
+
+
+def _load_icd(lex: Lexicon) -> None:
+    try:
+        import simple_icd_10_cm as icd
+    except ImportError:
+        lex.stats["icd_terms"] = 0
+        return
+    count = 0
+    for code in icd.get_all_codes(with_dots=True):
+        if not icd.is_category_or_subcategory(code) or code[0] in "STVWXYZOPU":
+            continue  # injuries, external causes, encounters, obstetric and perinatal codes are not lay conditions
+        texts = [icd.get_description(code), *icd.get_inclusion_term(code)]
+        if icd.is_category(code):
+            texts += list(icd.get_includes(code))
+        kind = "symptom" if code.startswith("R") else "condition"
+        for text in texts:
+            for term in _icd_terms(text):
+                if term in STOPWORDS:
+                    continue
+                lex.add(term, Entry(kind, term, "icd10cm", code))
+                count += 1
+    lex.stats["icd_terms"] = count
+
+
+_lock = threading.Lock()
+
+
+BUILD_VERSION = "1"  # bump when the build logic changes so cached indexes are rebuilt
+
+
+def _cache_path() -> Path | None:
+    """A derived-index cache keyed by the alias file, the package versions and the build logic."""
+    root = os.environ.get("RECONCILE_LEXICON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "reconcile")
+    digest = hashlib.sha256(ALIASES_PATH.read_bytes())
+    for dist in ("drug-named-entity-recognition", "simple_icd_10_cm"):
+        try:
+            digest.update(f"{dist}={importlib.metadata.version(dist)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{dist}=absent".encode())
+    digest.update(BUILD_VERSION.encode())
+    return Path(root) / f"lexicon-{digest.hexdigest()[:16]}.pkl"
+
+
+def build_lexicon() -> Lexicon:
+    started = time.perf_counter()
+    lex = Lexicon()
+    _load_aliases(lex)
+    _load_drug_ner(lex)
+    _load_icd(lex)
+    lex.stats["phrases"] = len(lex.phrases)
+    lex.stats["build_seconds"] = round(time.perf_counter() - started, 2)
+    return lex
+
+
+@lru_cache(maxsize=1)
+def default_lexicon() -> Lexicon:
+    """Built once per process; the derived index is cached on disk so later processes load it in under a second."""
+    with _lock:
+        started = time.perf_counter()
+        path = None
+        try:
+            path = _cache_path()
+            if path is not None and path.exists():
+                with path.open("rb") as fh:
+                    lex = pickle.load(fh)  # our own file, written below from the packages' data
+                lex.stats["load_seconds"] = round(time.perf_counter() - started, 2)
+                return lex
+        except Exception:  # a corrupt or foreign cache is rebuilt, never fatal
+            logger.warning("lexicon cache unreadable; rebuilding")
+        lex = build_lexicon()
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                with tmp.open("wb") as fh:
+                    pickle.dump(lex, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)
+            except OSError:
+                logger.warning("lexicon cache not writable")
+        logger.info("lexicon built: %s", lex.stats)
+        return lex
+
+
+# ---- the patient's own record ------------------------------------------------------------------
+
+_RECORD_KIND = {
+    "MedicationRequest": "drug",
+    "MedicationStatement": "drug",
+    "Condition": "condition",
+    "AllergyIntolerance": "allergen",
+    "Procedure": "procedure",
+    "Immunization": "immunization",
+    "CarePlan": "care",
+}
+_DOSE_TAIL = re.compile(r"\b\d[\d.,]*\s*(mg|mcg|g|ml|unit|units|%|meq|iu)\b.*$", re.I)
+_FORM_WORDS = re.compile(r"\b(oral|tablet|tablets|capsule|capsules|injection|solution|pen|injector|extended|release|"
+                         r"delayed|inhalation|inhaler|powder|suspension|topical|cream|hr|er|xr|sr|dr|od|actuat|metered|dose|"
+                         r"disease|disorder|mellitus|type|primary|essential)\b.*$", re.I)
+
+
+def record_overlay(record: Any, lex: Lexicon) -> dict[str, tuple[Entry, ...]]:
+    """Phrases from the patient's own record displays, linked back to the resources (rxnorm hint, display)."""
+    overlay: dict[str, list[Entry]] = {}
+    if record is None:
+        return {}
+    try:
+        entries = list(record.visible())
+    except Exception:  # a malformed record must not stop extraction
+        return {}
+    for entry in entries:
+        kind = _RECORD_KIND.get(getattr(entry, "resource_type", ""))
+        display = str(getattr(entry, "display", "") or "")
+        if not kind or not display:
+            continue
+        coding = entry.primary_coding
+        code = coding.code if coding else ""
+        names = _record_names(display, kind, lex)
+        for name, canonical in names:
+            e = Entry(kind, canonical, "record", f"{entry.resource_type}/{entry.id}",
+                      drug_class=lex.class_of(canonical) if kind == "drug" else "",
+                      record_ref=(entry.resource_type, entry.id), display=display, code=code)
+            key = normalize_phrase(name)
+            if key and key not in STOPWORDS and (len(key) > 3 or " " in key):
+                bucket = overlay.setdefault(key, [])
+                if not any(b.record_ref == e.record_ref for b in bucket):
+                    bucket.append(e)
+    return {k: tuple(v) for k, v in overlay.items()}
+
+
+def _record_names(display: str, kind: str, lex: Lexicon) -> list[tuple[str, str]]:
+    """The display itself, plus its head term ("Lisinopril 10 MG Oral Tablet" -> "lisinopril")."""
+    full = normalize_phrase(display)
+    out: list[tuple[str, str]] = []
+    head = normalize_phrase(_FORM_WORDS.sub("", _DOSE_TAIL.sub("", display)))
+    if kind == "drug":
+        # The canonical drug comes from the dictionary when the head is a known variant.
+        canonical = head
+        for e in lex.phrases.get(head, ()):
+            if e.kind == "drug":
+                canonical = e.canonical
+                break
+        if head:
+            out.append((head, canonical))
+        if full and full != head and len(full.split()) <= MAX_NGRAM:
+            out.append((full, canonical))
+        for word in head.split():  # combination products: "sulfamethoxazole / trimethoprim"
+            for e in lex.phrases.get(word, ()):
+                if e.kind == "drug" and e.canonical == canonical and word != head:
+                    out.append((word, canonical))
+        return out
+    canonical = head or full
+    if full and len(full.split()) <= MAX_NGRAM:
+        out.append((full, canonical))
+    if head and head != full:
+        out.append((head, canonical))
+    return out
+
+
+def iter_hits_of_kind(hits: Iterable[Hit], *kinds: str) -> list[Hit]:
+    return [h for h in hits if h.best.kind in kinds]

@@ -1,0 +1,185 @@
+"""Measurements in chat text: blood pressure, glucose, A1c, INR, weight change, heart rate, SpO2, temperature, tobacco use."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Measurement:
+    kind: str
+    value: float
+    start: int
+    end: int
+    value2: float | None = None
+    unit: str = ""
+    values: list[float] = field(default_factory=list)
+    qualifier: str = ""  # "usual" ("I'm usually in the 120s"), "range" ("in the 130s"), "below"/"above"
+    setting: str = ""
+    delta: bool = False  # weight change rather than a weight
+
+    def attributes(self) -> dict:
+        out: dict = {"kind": self.kind, "value": _clean(self.value), "unit": self.unit}
+        if self.value2 is not None:
+            out["value2"] = _clean(self.value2)
+        if len(self.values) > 1:
+            out["values"] = [_clean(v) for v in self.values]
+        if self.qualifier:
+            out["qualifier"] = self.qualifier
+        if self.setting:
+            out["setting"] = self.setting
+        if self.delta:
+            out["change"] = True
+        return out
+
+
+def _clean(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else round(v, 2)
+
+
+_N = r"(\d{1,3}(?:\.\d{1,2})?)"
+_BP = re.compile(r"(?<![\d/.])(\d{2,3})\s*(?:/|over|\\)\s*(\d{2,3})(?![\d/])")
+_BP_WORD = re.compile(r"\b(?:blood pressure|bp|pressure|systolic|top number)\b")
+_BP_SINGLE = re.compile(r"\b(?:blood pressure|bp|pressure|systolic|top number)\b[^.!?\d]{0,40}?(?:(under|below|over|above|in the|around|about|like)\s+)?(\d{2,3})(s)?\b")
+_GLUCOSE_KEY = re.compile(r"\b(?:blood sugars?|sugars?|glucose|fasting|meter|bg|cbg|fingerstick|finger stick|readings?|numbers?)\b")
+_LIST = re.compile(r"(?<![\d.])(\d{2,3})(s)?(?:\s*(?:,|and|&|then|to|-|or)\s*(?:and\s+|then\s+)?(\d{2,3})(s)?)*(?![\d.%])")
+_A1C = re.compile(r"\b(?:hb\s*a1c|hba1c|a1c|a1-c|a 1 c|hemoglobin a1c)\b\D{0,25}?(\d{1,2}(?:\.\d)?)\s*(%|percent)?")
+_INR = re.compile(r"\binr\b\D{0,20}?(\d(?:\.\d{1,2})?)\b")
+_WEIGHT_CHANGE = re.compile(
+    r"\b(down|lost|lose|losing|dropped|drop|gained|gain|gaining|up|put on)\s+(?:like\s+|about\s+|almost\s+|over\s+|nearly\s+|another\s+)?"
+    r"(\d{1,3}(?:\.\d)?)\s*(lbs?|pounds?|kgs?|kilos?)\b")
+_WEIGHT_CHANGE2 = re.compile(r"\b(\d{1,3}(?:\.\d)?)\s*(lbs?|pounds?|kgs?|kilos?)\s+(down|lighter|heavier|up|gained|lost|gone)\b")
+_WEIGHT = re.compile(r"\b(?:weigh|weighed|weighs|weight is|weight was|scale said|scale says|i'm at|im at)\s+(?:in\s+at\s+)?(?:like\s+|about\s+)?(\d{2,3}(?:\.\d)?)\s*(lbs?|pounds?|kgs?|kilos?)?\b")
+_HR = re.compile(r"\b(?:heart rate|heartrate|pulse|hr)\b\D{0,20}?(\d{2,3})\b|\b(\d{2,3})\s*bpm\b")
+_SPO2 = re.compile(r"\b(?:oxygen|o2|sats?|spo2|pulse ox|saturation|oxygen level|ox)\b\D{0,20}?(\d{2,3})\s*(%|percent)?")
+_TEMP = re.compile(r"\b(?:fever|temp|temperature|thermometer)\b\D{0,20}?(\d{2,3}(?:\.\d)?)\b|\b(\d{2,3}(?:\.\d)?)\s*(?:degrees?|°\s*f?|deg)\b")
+_TOBACCO = re.compile(
+    r"\b(?:(?P<n>\d{1,2}(?:\s*(?:-|to)\s*\d{1,2})?|a few|few|couple|a couple|half a|a|one|two)\s+)?(?:of\s+)?"
+    r"(?P<what>cigs|cigarettes|cigarette|smokes|packs?|vapes?|cigars?)\b(?:\s+(?:a|per)\s+day)?")
+_TOBACCO_RATE = re.compile(r"\b(\d{1,2})\s*(?:-|to)?\s*(\d{1,2})?\s+(?:a|per)\s+day\b")
+
+_HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
+_OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|dinamap|kiosk)\b")
+_CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
+
+
+def _setting(text: str) -> str:
+    if _CLINIC.search(text):
+        return "clinic"
+    if _HOME.search(text):
+        return "home"
+    if _OUTSIDE.search(text):
+        return "outside"
+    return ""
+
+
+def find_measurements(low: str) -> list[Measurement]:
+    """Every measurement in a lowered turn; overlapping numbers are claimed once, most specific first."""
+    found: list[Measurement] = []
+    claimed: list[tuple[int, int]] = []
+
+    def free(a: int, b: int) -> bool:
+        return not any(a < e and s < b for s, e in claimed)
+
+    def claim(m: Measurement) -> None:
+        found.append(m)
+        claimed.append((m.start, m.end))
+
+    setting = _setting(low)
+    for m in _A1C.finditer(low):
+        v = float(m.group(1))
+        if 3.5 <= v <= 20 and free(m.start(1), m.end(1)):
+            claim(Measurement("a1c", v, m.start(), m.end(), unit="%", setting=setting))
+    for m in _INR.finditer(low):
+        v = float(m.group(1))
+        if 0.5 <= v <= 10 and free(m.start(1), m.end(1)):
+            claim(Measurement("inr", v, m.start(), m.end(), unit="", setting=setting))
+    for m in _BP.finditer(low):
+        s, d = float(m.group(1)), float(m.group(2))
+        if 60 <= s <= 260 and 30 <= d <= 160 and s > d and free(m.start(), m.end()):
+            claim(Measurement("blood_pressure", s, m.start(), m.end(), value2=d, unit="mm[Hg]", setting=setting))
+    for m in _BP_SINGLE.finditer(low):
+        v = float(m.group(2))
+        if 60 <= v <= 260 and free(m.start(2), m.end(2)):
+            q = {"under": "below", "below": "below", "over": "above", "above": "above", "in the": "range"}.get(m.group(1) or "", "")
+            if m.group(3):
+                q = "range"
+            claim(Measurement("blood_pressure", v, m.start(), m.end(), unit="mm[Hg]", qualifier=q, setting=setting))
+    for m in _WEIGHT_CHANGE.finditer(low):
+        v = float(m.group(2))
+        sign = 1 if m.group(1) in ("gained", "gain", "gaining", "up", "put on") else -1
+        if v <= 200 and free(m.start(2), m.end(2)):
+            claim(Measurement("weight", sign * v, m.start(), m.end(), unit=_wunit(m.group(3)), delta=True))
+    for m in _WEIGHT_CHANGE2.finditer(low):
+        v = float(m.group(1))
+        sign = 1 if m.group(3) in ("heavier", "up", "gained") else -1
+        if v <= 200 and free(m.start(1), m.end(1)):
+            claim(Measurement("weight", sign * v, m.start(), m.end(), unit=_wunit(m.group(2)), delta=True))
+    for m in _WEIGHT.finditer(low):
+        v = float(m.group(1))
+        if 60 <= v <= 700 and free(m.start(1), m.end(1)):
+            claim(Measurement("weight", v, m.start(), m.end(), unit=_wunit(m.group(2) or "lb")))
+    for m in _SPO2.finditer(low):
+        v = float(m.group(1))
+        if 50 <= v <= 100 and free(m.start(1), m.end(1)):
+            claim(Measurement("spo2", v, m.start(), m.end(), unit="%", setting=setting))
+    for m in _HR.finditer(low):
+        g = 1 if m.group(1) else 2
+        v = float(m.group(g))
+        if 25 <= v <= 230 and free(m.start(g), m.end(g)):
+            claim(Measurement("heart_rate", v, m.start(), m.end(), unit="/min", setting=setting))
+    for m in _TEMP.finditer(low):
+        g = 1 if m.group(1) else 2
+        v = float(m.group(g))
+        unit = "[degF]" if 93 <= v <= 110 else "Cel" if 34 <= v <= 43 else ""
+        if unit and free(m.start(g), m.end(g)):
+            claim(Measurement("temperature", v, m.start(), m.end(), unit=unit, setting=setting))
+    _glucose(low, setting, free, claim)
+    _tobacco(low, free, claim)
+    found.sort(key=lambda x: x.start)
+    return found
+
+
+def _wunit(u: str) -> str:
+    return "kg" if u.startswith("k") else "[lb_av]"
+
+
+def _glucose(low: str, setting: str, free, claim) -> None:
+    for key in _GLUCOSE_KEY.finditer(low):
+        window_end = min(len(low), key.end() + 90)
+        for m in _LIST.finditer(low, key.end(), window_end):
+            nums = [float(x) for x in re.findall(r"\d{2,3}", m.group())]
+            if not nums or not all(20 <= v <= 700 for v in nums) or not free(m.start(), m.end()):
+                continue
+            between = low[key.end() : m.start()]
+            if re.search(r"\b(lbs?|pounds?|steps|minutes|mins|days|weeks|times|%|dollars|bucks|years|yrs|cookies)\b", low[m.end() : m.end() + 10]):
+                continue
+            if re.search(r"\b(blood pressure|bp|pressure|weight|a1c|inr|pulse|heart rate)\b", between):
+                continue
+            q = "range" if m.group(2) else ""
+            if re.search(r"\b(usually|normally|typically|used to be)\b", low[max(0, m.start() - 30) : m.start()]):
+                q = "usual"
+            claim(Measurement("glucose", nums[-1], m.start(), m.end(), unit="mg/dL", values=nums, qualifier=q,
+                              setting=setting or "home"))
+            break
+
+
+def _tobacco(low: str, free, claim) -> None:
+    for m in _TOBACCO.finditer(low):
+        if not free(m.start(), m.end()):
+            continue
+        n = m.group("n") or ""
+        value = 0.0
+        nums = re.findall(r"\d{1,2}", n)
+        if nums:
+            value = float(nums[-1])
+        else:
+            rate = _TOBACCO_RATE.search(low, m.end(), min(len(low), m.end() + 60))
+            if rate:
+                value = float(rate.group(2) or rate.group(1))
+            elif n in ("a few", "few"):
+                value = 3.0
+            elif n in ("couple", "a couple"):
+                value = 2.0
+        unit = "packs/day" if m.group("what").startswith("pack") else "/d"
+        claim(Measurement("tobacco_use", value, m.start(), m.end(), unit=unit))

@@ -1,0 +1,933 @@
+"""The offline default extractor: lexicons, ConText-style assertion and subject, measurements and time, per turn in context."""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from reconcile_app.fhir.clinical import ClinicalRecord
+from reconcile_app.narrative.types import (
+    Assertion,
+    EventTime,
+    MemoryCategory,
+    MemoryDraft,
+    MemoryOp,
+    SessionInput,
+    Subject,
+    TurnInput,
+)
+
+from . import context as ctx
+from .base import Extractor
+from .clauses import Sentence, split_sentences
+from .lexicon import Entry, Hit, Lexicon, default_lexicon, lower_same_length, record_overlay, tokenize
+from .measurements import Measurement, find_measurements
+from .temporal import resolve
+
+logger = logging.getLogger(__name__)
+
+MAX_CHARS = 20_000  # longer turns are analysed on their first 20 KB; offsets stay exact
+CLINICAL = frozenset({"medication", "condition", "symptom", "allergy", "procedure", "immunization", "measurement"})
+
+_KIND_CATEGORY = {
+    "drug": MemoryCategory.MEDICATION,
+    "drug_class": MemoryCategory.MEDICATION,
+    "condition": MemoryCategory.CONDITION,
+    "symptom": MemoryCategory.SYMPTOM,
+    "procedure": MemoryCategory.PROCEDURE,
+    "immunization": MemoryCategory.IMMUNIZATION,
+    "care": MemoryCategory.CARE_ACTIVITY,
+}
+
+# Lay classes -> the drug classes of record medications they may refer to.
+CLASS_FAMILIES: dict[str, frozenset[str]] = {
+    "antihypertensive": frozenset({"ace inhibitor", "angiotensin receptor blocker", "calcium channel blocker", "beta blocker", "diuretic"}),
+    "antidiabetic": frozenset({"biguanide", "sulfonylurea", "dpp-4 inhibitor", "sglt2 inhibitor", "glp-1 receptor agonist", "insulin"}),
+    "injectable antidiabetic": frozenset({"glp-1 receptor agonist", "insulin"}),
+    "injectable": frozenset({"glp-1 receptor agonist", "insulin", "epinephrine auto-injector", "erythropoiesis-stimulating agent", "anticoagulant"}),
+    "inhaler": frozenset({"inhaled corticosteroid", "short-acting beta agonist", "inhaled controller", "long-acting muscarinic antagonist"}),
+    "inhaled controller": frozenset({"inhaled corticosteroid", "inhaled controller"}),
+    "analgesic": frozenset({"analgesic", "nsaid", "opioid analgesic"}),
+    "cardiac medication": frozenset({"beta blocker", "calcium channel blocker", "antiplatelet", "anticoagulant", "nitrate"}),
+    "antibiotic": frozenset({"antibiotic", "penicillin antibiotic", "cephalosporin antibiotic", "macrolide antibiotic",
+                             "tetracycline antibiotic", "fluoroquinolone antibiotic", "sulfonamide antibiotic"}),
+}
+
+# ---- medication actions ------------------------------------------------------------------------
+
+_ACTION_PATTERNS: list[tuple[str, str, str]] = [
+    # (regex over the lowered clause, action, dose_change)
+    (r"\b(?:cut(?:ting)?|split(?:ting)?|break(?:ing)?|snap(?:ping)?)\b[^.!?]{0,40}\b(?:in half|in two|in halves)\b", "changed_dose", "half"),
+    (r"\bhalf (?:a|of (?:my|the|a))\b|\bhalf(?:-| )(?:dose|pill|tablet|tab)s?\b|\bonly half\b|\bhalves\b", "changed_dose", "half"),
+    (r"\b(?:doubled|double(?:d|ing)? (?:up|the|my)|two instead of one|2 instead of 1|twice as much)\b", "changed_dose", "double"),
+    (r"\b(?:upped|increased|raised|bumped up|went up on|more of)\b", "changed_dose", "more"),
+    (r"\b(?:lowered|decreased|reduced|cut back|cutting back|went down on|less of|weaned)\b", "changed_dose", "less"),
+    (r"\b(?:back on|restarted|started (?:it |them |taking it )?(?:back|again)|went back (?:to|on)|resumed|taking (?:it|them|the [a-z ]+) again|back to (?:my|taking))\b", "resumed", ""),
+    (r"\b(?:stopped|stop(?:ping)?|quit(?:ting)?|came off|come off|coming off|off (?:of )?(?:my|the|it|that|those)|ran out|run out|running out|out of (?:my|the)|gave up|ditched|dropped|discontinued|threw (?:out|away)|no more|not taking|not on|done with|walked away|got off|went off|taken off|took me off|pulled me off)\b", "stopped", ""),
+    (r"\b(?:skipped|skip(?:ping)?|missed|miss(?:ing)?|forgot|forget(?:ting)?)\b", "skipped", ""),
+    (r"\b(?:started|start(?:ing)?|began|begun|put me on|put him on|put her on|added|prescribed|gave me|got me on|got put on|new prescription|switched (?:me )?to|started me on|on a new)\b", "started", ""),
+    (r"\b(?:took|popped|had)\b", "took_once", ""),
+    (r"\b(?:tak(?:e|es|ing)|on|using|use|uses|doing|do|been on|inject(?:ing)?|puff(?:ing)?|keep|still)\b", "taking", ""),
+]
+_ACTION_RX = [(re.compile(p), a, d) for p, a, d in _ACTION_PATTERNS]
+_INTAKE = frozenset("take taken took taking done doing use used using had touched filled picked been".split())
+_FREQUENCY = re.compile(
+    r"\b(every (?:morning|night|day|evening|other day|week|sunday|monday|tuesday|wednesday|thursday|friday|saturday|\d+ (?:hours|days|weeks))|"
+    r"(?:once|twice|\d+x|\d+ times|three times) (?:a|per) (?:day|week|month)|daily|nightly|weekly|at night|at bedtime|"
+    r"in the morning|before (?:breakfast|bed|meals)|with (?:breakfast|dinner|meals)|as needed|when i need it|"
+    r"\d(?:-\d)? (?:nights|days|times) a week|every two weeks|every 2 weeks|like clockwork|2 in the morning and 2 at night)\b")
+_DOSE = re.compile(r"\b(\d+(?:\.\d+)?\s*(?:mg|mcg|milligrams?|units?|ml|cc|puffs?|tabs?|tablets?|pills?|capsules?|caps)|the \d{2,4}s|\d+ of each|\d+ (?:in the morning|at night))\b")
+_OTC = re.compile(r"\b(over the counter|otc|bought|drugstore|drug store|cvs|walgreens|target|walmart|costco|amazon)\b")
+_SOMEONE_ELSE = re.compile(r"\b(borrowed|leftover|left over|left from|from (?:my )?(?:husband|wife|mom|dad|sister|brother|friend|son|daughter|neighbor|roommate)|[a-z]+'s (?:pills?|bottle|prescription|meds))\b")
+_OUTSIDE = re.compile(
+    r"\b(urgent care|er|emergency room|emergency|hospital|specialist|dentist|med spa|medspa|walk-in|walk in clinic|"
+    r"ortho|orthopedist|endo|endocrinologist|cardiologist|nephrologist|kidney doctor|heart doctor|lung doctor|ent|"
+    r"campus health|health center|another doctor|new doctor|second opinion|telehealth|online doctor|minute clinic|"
+    r"the va|dermatologist|gi doctor|gi place|oncologist|rheumatologist|neurologist|psychiatrist|pulmonologist|"
+    r"urologist|gyn|obgyn|pharmacist)\b")
+_OTC_DRUGS = frozenset({"ibuprofen", "naproxen", "acetaminophen", "aspirin", "diphenhydramine", "loratadine", "cetirizine",
+                        "fexofenadine", "famotidine", "omeprazole", "fish oil", "cinnamon", "melatonin", "turmeric", "ferrous sulfate",
+                        "potassium chloride", "calcium carbonate", "ergocalciferol", "cholecalciferol", "magnesium"})
+
+_GENERIC_MED = re.compile(r"\b(?:my|the|a|that|this|those|these|his|her|one of my|new|little|another)\s+(?:[a-z]+\s+){0,2}?(pen|pens|shot|shots|injection|injections|pill|pills|tablet|tablets|meds|medicine|medicines|medication|medications|prescription|prescriptions|inhaler)\b")
+_PRONOUN_MED = re.compile(r"\b(stopped|quit|skipped|missed|restarted|started|stop|quit|taking|took|take|cut|split|finished)\s+(it|them|that one|that|those)\b")
+_CAUSAL = re.compile(r"\b(so|because|bc|cause|cuz|since it|made me|due to|that's why|thats why|figured|for the)\b")
+_BACKREF_Q = re.compile(
+    r"\b(that|it|this|which|what made|why|how long|how often|is that new|has that|what happened|what kind|how many|when did|"
+    r"how have you been feeling|since you started|what's going on|tell me more)\b")
+_REACTION = frozenset({"rash", "itching", "swelling", "throat tightness", "shortness of breath", "wheezing", "hives", "nausea"})
+_REACTION_WORDS = re.compile(r"\b(rash|hives|itch(?:y|ing)?|swell(?:ing|ed|s)?|swollen|puffy|throat (?:got )?(?:tight|closing)|tingl(?:y|ing)|welts|reaction|anaphyla\w*|broke out|break out|breaking out)\b")
+_ALLERGY_CLAIM = re.compile(r"\b(allergic|allergy|allergies|reaction to|react to|sensitive to|intolerant)\b")
+_ALLERGY_RESOLVED = re.compile(r"\b(outgrew|outgrown|grew out of|not allergic|no longer allergic|isn't an allergy|not really allergic|not actually allergic)\b")
+_EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|taking|used|using|tried|drank|gave me|got stung|stung)\b")
+_NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction)\b")
+_ANTIHISTAMINE = frozenset({"diphenhydramine", "epinephrine", "cetirizine", "loratadine", "fexofenadine", "hydroxyzine"})
+_STATUS_WORDS = [
+    (re.compile(r"\b(is gone|are gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|fading|disappeared)\b"), "resolved"),
+    (re.compile(r"\b(worse|worsening|getting worse|more often|bad again|flared|flare|flaring|acting up)\b"), "worse"),
+    (re.compile(r"\b(better|improving|improved|less|easing|calmed down)\b"), "better"),
+    (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|i have|tested positive)\b"), "diagnosed"),
+    (re.compile(r"\b(new|started|just started|began|since|first time|for the first time|suddenly)\b"), "new"),
+    (re.compile(r"\b(still|always|again|ongoing|chronic|every day|all the time|constant)\b"), "ongoing"),
+]
+_GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
+_PREFERENCE = re.compile(r"\b(i prefer|i'd rather|id rather|rather|i like|i love|i hate|i can't stand|i cant stand|can't stand|cant stand|i don't like|i dont like|favorite|not a fan|i enjoy)\b")
+_PROC_PAST = re.compile(r"\b(had|got|did|done|went|was|underwent|getting|removed|took out|fixed)\b")
+_WHERE = re.compile(r"\b(?:at|in|from)\s+(?:the\s+)?((?:[a-z0-9'&-]+\s+){0,3}?(?:pharmacy|clinic|center|centre|hospital|office|care|er|walgreens|cvs|kroger|walmart|costco|target|rite aid|health fair|fair|spa|practice|place|school|work|department))\b")
+_CAPITAL_NOT_NAME = frozenset(
+    """
+    i i'm im i've i'll i'd ok okay lol omg yes no yeah yep nope hi hey hello thanks thank so and but or the a an my
+    dr doctor mr mrs ms miss nurse coach god jesus monday tuesday wednesday thursday friday saturday sunday january
+    february march april may june july august september october november december thanksgiving christmas easter
+    halloween just also then well oh ugh honestly really pretty good great not still mostly busy happy sad tired
+    """.split()
+)
+_NAME_NEXT = frozenset(
+    "is was has had just takes took started got gets says said wants wanted needs needed went goes 's and's also too "
+    "told keeps kept used uses".split()
+)
+
+
+@dataclass
+class Mention:
+    """One clinical or coaching mention inside a turn, before it becomes a draft."""
+
+    category: str
+    turn: TurnInput
+    sentence: Sentence
+    start: int  # char offsets into turn.text of the mention
+    end: int
+    attributes: dict[str, Any]
+    subject: str = Subject.PATIENT
+    relation: str = ""
+    assertion: str = Assertion.AFFIRMED
+    confidence: float = 0.7
+    turn_ids: list[str] = field(default_factory=list)
+    name: str = ""
+    event_time: EventTime | None = None
+    unresolved: bool = False  # a medication named only as "my pen" / "it"
+    state: str = ""
+
+
+@dataclass
+class TurnState:
+    turn: TurnInput
+    index: int
+    low: str
+    sentences: list[Sentence]
+    mentions: list[Mention] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+
+class RulesExtractor(Extractor):
+    """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
+
+    name = "rules"
+    version = "1.0.0"
+
+    def __init__(self, lexicon: Lexicon | None = None) -> None:
+        self._lexicon = lexicon
+
+    @property
+    def lexicon(self) -> Lexicon:
+        if self._lexicon is None:
+            self._lexicon = default_lexicon()
+        return self._lexicon
+
+    def extract_session(
+        self,
+        session: SessionInput,
+        *,
+        prior: Sequence[MemoryDraft] = (),
+        record: ClinicalRecord | None = None,
+    ) -> list[MemoryDraft]:
+        lex = self.lexicon
+        overlay = record_overlay(record, lex)
+        states: list[TurnState] = []
+        for index, turn in enumerate(session.turns):
+            try:
+                states.append(self._analyse_turn(turn, index, lex, overlay, states))
+            except Exception:  # one hostile turn must not lose the session: log ids only, never text
+                logger.exception("rules extraction failed on turn %s of session %s", getattr(turn, "id", "?"), session.id)
+        try:
+            _link_session(states, record, lex)
+        except Exception:
+            logger.exception("rules session linking failed for session %s", session.id)
+        drafts: list[MemoryDraft] = []
+        for state in states:
+            if state.turn.speaker != "patient":
+                continue
+            for mention in state.mentions:
+                if mention.state == "duplicate":
+                    continue
+                try:
+                    drafts.append(self._draft(mention, state))
+                except Exception:
+                    logger.exception("rules draft failed on turn %s", state.turn.id)
+            if state.candidates and drafts and drafts[-1].anchor_turn_id == state.turn.id:
+                drafts[-1].attributes.setdefault("lexicon_candidates", state.candidates)
+        _assign_ops(drafts, prior)
+        return drafts
+
+    # ---- per turn -----------------------------------------------------------------------------
+
+    def _analyse_turn(self, turn: TurnInput, index: int, lex: Lexicon, overlay: dict, previous: list[TurnState]) -> TurnState:
+        text = turn.text if isinstance(turn.text, str) else ""
+        low = lower_same_length(text[:MAX_CHARS])
+        sentences = split_sentences(low)
+        state = TurnState(turn, index, low, sentences)
+        if turn.speaker != "patient":
+            # Coach turns are read for context (questions, drug names) but never produce memories.
+            for sent in sentences:
+                sent.hits = lex.match(sent.low, sent.tokens, overlay)
+            return state
+        clinician_context = _clinician_context(previous)
+        measurements = find_measurements(low)
+        for sent in sentences:
+            tokens = sent.tokens
+            words = [t for t, _, _ in tokens]
+            hits = lex.match(sent.low, tokens, overlay)
+            sent.hits = hits
+            matched = {i for h in hits for i in range(h.tok_start, h.tok_end)}
+            for cand in lex.near_misses(tokens, matched):
+                state.candidates.append({"term": cand.term, "suggestion": cand.suggestion, "kind": cand.kind,
+                                         "score": cand.score, "admitted": cand.admitted})
+                if cand.admitted:
+                    entry = next((e for e in lex.phrases.get(cand.suggestion, ()) if e.kind == "drug"), None)
+                    if entry is None:
+                        entry = Entry("drug", cand.suggestion, "drug_ner", "near match", drug_class=lex.class_of(cand.suggestion))
+                    idx = next(i for i, t in enumerate(tokens) if t[1] == cand.start)
+                    hits.append(Hit(cand.start, cand.end, idx, idx + 1, cand.term, (replace(entry, detail="near match"),)))
+            hits.sort(key=lambda h: h.start)
+            names = _names(text, sent, words)
+            triggers = ctx.find_assertion_triggers(words)
+            skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
+            people = ctx.find_people(words, names, clinician_context, skip=skip)
+            sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
+            state.mentions.extend(self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex))
+        self._coaching_mentions(state)
+        return state
+
+    def _sentence_mentions(self, state: TurnState, sent: Sentence, words: list[str], hits: list[Hit],
+                           triggers: list, people: list, measurements: list[Measurement], lex: Lexicon) -> list[Mention]:
+        out: list[Mention] = []
+        named_drug = any(h.best.kind == "drug" for h in hits)
+        allergy_cue = bool(_ALLERGY_CLAIM.search(sent.low))
+        for hit in hits:
+            entry = hit.best
+            kind = entry.kind
+            if kind == "allergen" and not allergy_cue:
+                continue
+            if kind == "drug_class" and named_drug and entry.canonical in ("inhaler", "antibiotic"):
+                continue  # "the flovent inhaler": the named drug carries it
+            res = ctx.assess(words, hit.tok_start, hit.tok_end, triggers=triggers, people=people)
+            category = MemoryCategory.ALLERGY if kind == "allergen" else _KIND_CATEGORY.get(kind)
+            if category is None:
+                continue
+            start, end = sent.start + hit.start, sent.start + hit.end
+            mention = Mention(category, state.turn, sent, start, end, {}, res.subject, res.relation, res.assertion,
+                              turn_ids=[state.turn.id])
+            if entry.source == "record":
+                mention.confidence = 0.85
+            elif entry.detail == "near match":
+                mention.confidence = 0.55
+            if category == MemoryCategory.MEDICATION:
+                if not self._medication(mention, hit, entry, res, words, sent, lex):
+                    continue
+            elif category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
+                mention.name = entry.canonical
+                mention.attributes = {"name": entry.canonical, "term": hit.term}
+                status = _stated_status(sent.low, hit)
+                if status:
+                    mention.attributes["stated_status"] = status
+                if status == "resolved" and mention.assertion == Assertion.NEGATED:
+                    mention.assertion = Assertion.AFFIRMED  # "no more X" / "X is gone": a resolved state, stated
+                if res.negation_at >= 0 and words[res.negation_at] in ("no", "not") and _after_more(words, res.negation_at):
+                    mention.attributes["stated_status"] = "resolved"
+                    mention.assertion = Assertion.NEGATED
+            elif category == MemoryCategory.ALLERGY:
+                self._allergy_claim(mention, entry, sent)
+            elif category in (MemoryCategory.PROCEDURE, MemoryCategory.IMMUNIZATION):
+                mention.name = entry.canonical
+                mention.attributes = {"name": entry.canonical, "term": hit.term}
+                where = _WHERE.search(sent.low)
+                if where:
+                    mention.attributes["where"] = where.group(1).strip()
+                if category == MemoryCategory.PROCEDURE and mention.assertion == Assertion.AFFIRMED and not _PROC_PAST.search(sent.low):
+                    mention.confidence = 0.5  # "the surgery" without a verb of having it
+            else:  # care activity
+                mention.name = entry.canonical
+                mention.attributes = {"name": entry.canonical, "detail": hit.term}
+                act = _care_action(sent.low)
+                if act:
+                    mention.attributes["action"] = act
+            if entry.record_ref:
+                mention.attributes["record_ref"] = f"{entry.record_ref[0]}/{entry.record_ref[1]}"
+                mention.attributes["display"] = entry.display
+                if entry.code:
+                    mention.attributes["code_hint"] = entry.code
+            mention.attributes["lexicon"] = [{"term": hit.term, "kind": kind, "canonical": entry.canonical, "source": entry.source}]
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
+        out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
+        for meas in measurements:
+            tok_start = next((i for i, t in enumerate(sent.tokens) if sent.start + t[1] >= meas.start), 0)
+            tok_end = next((i for i, t in enumerate(sent.tokens) if sent.start + t[1] >= meas.end), len(words))
+            res = ctx.assess(words, tok_start, max(tok_end, tok_start + 1), triggers=triggers, people=people)
+            attrs = meas.attributes()
+            mention = Mention(MemoryCategory.MEASUREMENT, state.turn, sent, meas.start, meas.end, attrs, res.subject,
+                              res.relation, res.assertion, confidence=0.8, turn_ids=[state.turn.id], name=meas.kind)
+            if meas.qualifier == "usual" and mention.assertion == Assertion.AFFIRMED:
+                mention.assertion = Assertion.HISTORICAL  # "I'm usually in the 120s" is a baseline, not a reading
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
+        return out
+
+    def _medication(self, mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
+                    sent: Sentence, lex: Lexicon) -> bool:
+        attrs: dict[str, Any] = {}
+        if entry.kind == "drug":
+            attrs["drug"] = entry.canonical
+            attrs["drug_class"] = entry.drug_class or lex.class_of(entry.canonical)
+        else:
+            attrs["drug"] = ""
+            attrs["drug_class"] = entry.canonical
+            mention.unresolved = True
+        clause = _clause_around(sent, hit.start, hit.end)
+        action, dose_change = _action(clause, sent.low, hit, words, res)
+        if mention.unresolved and entry.canonical in ("inhaler", "vitamin supplement", "antibiotic") and action is None:
+            return False  # a bare generic class with no action is not a statement about a medication
+        if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
+            mention.assertion = Assertion.AFFIRMED  # "haven't taken my X", "no more X": an action, not a denial
+        attrs["action"] = action or "taking"
+        if dose_change:
+            attrs["dose_change"] = dose_change
+        dose = _DOSE.search(sent.low)
+        if dose:
+            attrs["dose_text"] = dose.group(1)
+        freq = _FREQUENCY.search(sent.low)
+        if freq:
+            attrs["frequency"] = freq.group(1)
+            if attrs["action"] == "took_once":
+                attrs["action"] = "taking"
+        source = _source(sent.low, attrs["drug"], res, mention.turn)
+        if source:
+            attrs["source"] = source
+        if res.owner:
+            attrs["owner"] = res.owner
+        mention.attributes = attrs
+        mention.name = attrs["drug"] or attrs["drug_class"]
+        if entry.display:
+            attrs["display"] = entry.display
+            if entry.code:
+                attrs["rxnorm_hint"] = entry.code
+        return True
+
+    def _generic_medications(self, state: TurnState, sent: Sentence, words: list[str], hits: list[Hit], triggers: list,
+                             people: list, lex: Lexicon, found: list[Mention]) -> list[Mention]:
+        """"haven't done my pen", "stopped it": a medication action whose drug comes from the conversation."""
+        if any(m.category == MemoryCategory.MEDICATION for m in found):
+            return []
+        out: list[Mention] = []
+        covered = [(h.start, h.end) for h in hits]
+        for rx in (_GENERIC_MED, _PRONOUN_MED):
+            for m in rx.finditer(sent.low):
+                g = 1 if rx is _GENERIC_MED else 2
+                start, end = m.start(g), m.end(g)
+                if any(s <= start < e for s, e in covered):
+                    continue
+                tok_start = next((i for i, t in enumerate(sent.tokens) if t[1] >= start), len(words) - 1)
+                pseudo = Hit(start, end, tok_start, tok_start + 1, m.group(g), (Entry("drug_class", "", "rules"),))
+                res = ctx.assess(words, tok_start, tok_start + 1, triggers=triggers, people=people)
+                clause = _clause_around(sent, start, end)
+                action, dose_change = _action(clause, sent.low, pseudo, words, res)
+                if action in (None, "taking") and rx is _GENERIC_MED:
+                    continue  # "my pills" with no change is too vague to be a memory on its own
+                word = m.group(g)
+                cls = "injectable" if word.startswith(("pen", "shot", "inject")) else "inhaler" if word == "inhaler" else ""
+                attrs: dict[str, Any] = {"drug": "", "drug_class": cls, "action": action or "taking", "reference": word}
+                if dose_change:
+                    attrs["dose_change"] = dose_change
+                if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
+                    res.assertion = Assertion.AFFIRMED
+                source = _source(sent.low, "", res, state.turn)
+                if source:
+                    attrs["source"] = source
+                mention = Mention(MemoryCategory.MEDICATION, state.turn, sent, sent.start + start, sent.start + end, attrs,
+                                  res.subject, res.relation, res.assertion, confidence=0.5, turn_ids=[state.turn.id],
+                                  name=cls or word, unresolved=True)
+                mention.event_time = _event_time(state, sent)
+                out.append(mention)
+                covered.append((start, end))
+        return out
+
+    def _allergy_claim(self, mention: Mention, entry: Entry, sent: Sentence) -> None:
+        mention.name = entry.canonical
+        attrs: dict[str, Any] = {"substance": entry.canonical, "reaction": ""}
+        if _ALLERGY_RESOLVED.search(sent.low):
+            attrs["stated_status"] = "resolved"
+            if mention.assertion == Assertion.NEGATED:
+                mention.assertion = Assertion.AFFIRMED  # "not allergic anymore" states a resolution
+        reactions = sorted({m.group(1) for m in _REACTION_WORDS.finditer(sent.low)} - {"reaction"})
+        if reactions:
+            attrs["reaction"] = ", ".join(reactions)
+        mention.attributes = attrs
+
+    def _coaching_mentions(self, state: TurnState) -> None:
+        """Goals, preferences and plain lifestyle content, only from sentences with no clinical mention."""
+        clinical_spans = [(m.sentence.start, m.sentence.end) for m in state.mentions if m.category in CLINICAL]
+        care_sentences = {m.sentence.start for m in state.mentions}
+        for sent in state.sentences:
+            if any(s == sent.start for s, _ in clinical_spans):
+                continue
+            if len(sent.tokens) < 2:
+                continue
+            words = [t for t, _, _ in sent.tokens]
+            category = None
+            if _GOAL.search(sent.low):
+                category = MemoryCategory.GOAL
+            elif _PREFERENCE.search(sent.low):
+                category = MemoryCategory.PREFERENCE
+            elif sent.start not in care_sentences and len(sent.tokens) >= 3:
+                category = MemoryCategory.LIFESTYLE
+            if category is None:
+                continue
+            people = ctx.find_people(words)
+            res = ctx.assess(words, 0, 1, people=people)
+            text = state.turn.text[sent.start : sent.end].strip()
+            mention = Mention(category, state.turn, sent, sent.start, sent.end, {"name": category.value, "detail": text[:200]},
+                              res.subject, res.relation, res.assertion, confidence=0.4, turn_ids=[state.turn.id],
+                              name=category.value)
+            mention.event_time = _event_time(state, sent)
+            state.mentions.append(mention)
+
+    # ---- drafts -------------------------------------------------------------------------------
+
+    def _draft(self, mention: Mention, state: TurnState) -> MemoryDraft:
+        text = state.turn.text
+        start, end = _quote_span(mention, text)
+        quote = text[start:end]
+        category = str(mention.category)
+        chain_name = mention.name or category
+        chain_key = f"{category}:{chain_name}"[:120]
+        attrs = dict(mention.attributes)
+        return MemoryDraft(
+            category=category,
+            content=_content(mention),
+            anchor_turn_id=state.turn.id,
+            turn_ids=tuple(dict.fromkeys(mention.turn_ids or [state.turn.id])),
+            quote=quote,
+            quote_start=start,
+            quote_end=end,
+            speaker=state.turn.speaker,
+            mention_time=state.turn.at,
+            subject=str(mention.subject),
+            subject_relation=mention.relation[:40],
+            assertion=str(mention.assertion),
+            attributes=attrs,
+            event_time=mention.event_time,
+            confidence=round(mention.confidence, 2),
+            chain_key=chain_key,
+            op=MemoryOp.INSERT,
+            engine=self.name,
+            engine_version=self.version,
+        )
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _clinician_context(previous: list[TurnState]) -> bool:
+    for state in reversed(previous[-2:]):
+        if any(w in ctx.CLINICIANS for s in state.sentences for w, _, _ in s.tokens):
+            return True
+    return False
+
+
+def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
+    """Token indexes of capitalised person names ("Gary wants...", "Hector's", "my sister Deb")."""
+    out: set[int] = set()
+    for i, (word, s, _) in enumerate(sent.tokens):
+        pos = sent.start + s
+        if pos >= len(text) or not text[pos].isupper() or word in _CAPITAL_NOT_NAME:
+            continue
+        raw = text[pos : pos + len(word)]
+        if raw.isupper() and len(raw) > 1:
+            continue  # acronyms and shouting, not names
+        prev = words[i - 1] if i > 0 else ""
+        if prev in ("dr", "doctor", "nurse", "at", "the", "to", "from", "in", "dr.", "mr", "mrs", "ms"):
+            continue
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if word.endswith("'s") or nxt in _NAME_NEXT or prev in ctx.RELATIONS:
+            out.add(i)
+    return out
+
+
+def _clause_around(sent: Sentence, start: int, end: int) -> str:
+    """The clause of the sentence holding [start, end): split on commas, semicolons and 'but'."""
+    low = sent.low
+    bounds = [0] + [m.end() for m in re.finditer(r"[,;:]|\bbut\b|\band then\b|\bthen\b", low)] + [len(low)]
+    lo = max(b for b in bounds if b <= start) if any(b <= start for b in bounds) else 0
+    hi = min((b for b in bounds if b >= end), default=len(low))
+    clause = low[lo:hi]
+    if len(clause.split()) <= 2:  # "the lisinipril," as an apposition: use the whole sentence
+        return low
+    return clause
+
+
+def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
+    if res.negation_at >= 0:
+        after = words[res.negation_at + 1 : res.negation_at + 4]
+        if any(w in _INTAKE for w in after) or any(w in ("on", "been") for w in after):
+            if re.search(r"\b(in|for|since)\b[^.!?]*\b(days?|weeks?|months?|years?|wks?)\b|\banymore\b|\bsince\b", sentence):
+                return "stopped", ""
+            if re.search(r"\b(today|yesterday|last night|this morning|dose|once|couple of times|few times)\b", sentence):
+                return "skipped", ""
+            return "stopped", ""
+    best: tuple[int, str, str] | None = None
+    for rx, action, dose_change in _ACTION_RX:
+        for m in rx.finditer(clause):
+            # nearest verb to the mention wins; ties go to the more specific (earlier) pattern
+            center = clause.find(hit.term)
+            distance = abs(m.start() - center) if center >= 0 else m.start()
+            if best is None or distance < best[0] - (8 if action not in ("taking", "took_once") else 0):
+                if best is not None and best[1] not in ("taking", "took_once") and action in ("taking", "took_once"):
+                    continue
+                best = (distance, action, dose_change)
+    if best is None:
+        return None, ""
+    return best[1], best[2]
+
+
+def _source(sentence: str, drug: str, res: ctx.ContextResult, turn: TurnInput) -> str:
+    if res.owner or _SOMEONE_ELSE.search(sentence):
+        return "someone_else"
+    if _OUTSIDE.search(sentence):
+        return "outside_clinician"
+    if drug in _OTC_DRUGS or _OTC.search(sentence):
+        return "otc"
+    return ""
+
+
+def _after_more(words: list[str], idx: int) -> bool:
+    return idx + 1 < len(words) and words[idx + 1] in ("more", "longer")
+
+
+def _stated_status(sentence: str, hit: Hit) -> str:
+    for rx, status in _STATUS_WORDS:
+        if rx.search(sentence):
+            return status
+    return ""
+
+
+def _care_action(sentence: str) -> str:
+    if re.search(r"\b(quit|stopped|stop|gave up|haven't|havent|not using|don't use|dont use|cant stand|can't stand)\b", sentence):
+        return "stopped"
+    if re.search(r"\b(started|start|began|signed up|joined|bought|new)\b", sentence):
+        return "started"
+    return ""
+
+
+def _event_time(state: TurnState, sent: Sentence) -> EventTime | None:
+    at = state.turn.at
+    if not isinstance(at, datetime):
+        return None
+    text = state.turn.text[sent.start : sent.end]
+    found = resolve(text, at)
+    if found is None and len(state.sentences) <= 4:
+        # a short answer often gives the time in its own sentence ("Couple weeks. So I started...")
+        for other in state.sentences:
+            if other is sent or other.start > sent.start:
+                continue
+            found = resolve(state.turn.text[other.start : other.end], at)
+            if found is not None:
+                break
+    return found
+
+
+def _quote_span(mention: Mention, text: str) -> tuple[int, int]:
+    """The sentence holding the mention, trimmed; always a valid slice of the turn text."""
+    start = max(0, min(mention.sentence.start, len(text)))
+    end = max(start, min(mention.sentence.end, len(text)))
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end - start > 500:  # a giant run-on sentence: quote a window around the mention
+        start = max(start, mention.start - 200)
+        end = min(end, mention.end + 200)
+    return start, end
+
+
+def _content(m: Mention) -> str:
+    a = m.attributes
+    who = "" if m.subject == Subject.PATIENT else f"[{m.relation or 'other person'}] "
+    flag = "" if m.assertion == Assertion.AFFIRMED else f" ({m.assertion})"
+    if m.category == MemoryCategory.MEDICATION:
+        drug = a.get("drug") or a.get("drug_class") or a.get("reference") or "medication"
+        action = a.get("action", "taking").replace("_", " ")
+        extra = ""
+        if a.get("dose_change"):
+            extra += f", dose {a['dose_change']}"
+        if a.get("frequency"):
+            extra += f", {a['frequency']}"
+        if a.get("source"):
+            extra += f", source {a['source'].replace('_', ' ')}"
+        return f"{who}Medication {drug}: {action}{extra}{flag}"
+    if m.category == MemoryCategory.MEASUREMENT:
+        v = a.get("value")
+        value = f"{v}/{a['value2']}" if a.get("value2") is not None else str(v)
+        if a.get("values") and len(a["values"]) > 1:
+            value = ", ".join(str(x) for x in a["values"])
+        return f"{who}{a.get('kind', 'measurement').replace('_', ' ')} {value} {a.get('unit', '')}".rstrip() + flag
+    if m.category == MemoryCategory.ALLERGY:
+        status = f" ({a['stated_status']})" if a.get("stated_status") else ""
+        reaction = f": {a['reaction']}" if a.get("reaction") else ""
+        return f"{who}Allergy {a.get('substance', '')}{reaction}{status}{flag}"
+    if m.category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
+        status = f" ({a['stated_status']})" if a.get("stated_status") else ""
+        return f"{who}{m.category.value.capitalize()} {a.get('name', '')}{status}{flag}"
+    if m.category in (MemoryCategory.PROCEDURE, MemoryCategory.IMMUNIZATION):
+        where = f" at {a['where']}" if a.get("where") else ""
+        return f"{who}{m.category.value.capitalize()} {a.get('name', '')}{where}{flag}"
+    detail = a.get("detail") or a.get("name") or ""
+    return f"{who}{m.category.value.replace('_', ' ').capitalize()}: {detail}{flag}"[:300]
+
+
+# ---- the conversation around a turn --------------------------------------------------------------
+
+
+def _patient_neighbours(states: list[TurnState], i: int, before: int, after: int) -> list[TurnState]:
+    """Patient turns near position i (same session), nearest first, backwards then forwards."""
+    out: list[TurnState] = []
+    back = [s for s in states[:i] if s.turn.speaker == "patient"][-before:] if before else []
+    fwd = [s for s in states[i + 1 :] if s.turn.speaker == "patient"][:after] if after else []
+    out.extend(fwd)
+    out.extend(reversed(back))
+    return out
+
+
+def _compatible(unresolved_class: str, entry_class: str) -> bool:
+    if not unresolved_class:
+        return True
+    if unresolved_class == entry_class:
+        return True
+    return entry_class in CLASS_FAMILIES.get(unresolved_class, frozenset())
+
+
+def _record_class_drugs(record: ClinicalRecord | None, lex: Lexicon, lay_class: str) -> list[tuple[str, Any]]:
+    if record is None or not lay_class:
+        return []
+    out = []
+    try:
+        meds = record.active_medications
+    except Exception:
+        return []
+    for med in meds:
+        overlay_names = [e for e in lex.phrases.get(_head(med.display), ()) if e.kind == "drug"]
+        canonical = overlay_names[0].canonical if overlay_names else _head(med.display)
+        cls = lex.class_of(canonical)
+        if _compatible(lay_class, cls) and cls:
+            out.append((canonical, med))
+    return out
+
+
+def _head(display: str) -> str:
+    words = re.findall(r"[a-z]+", display.lower())
+    return words[0] if words else ""
+
+
+def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: Lexicon) -> None:
+    for i, state in enumerate(states):
+        if state.turn.speaker != "patient":
+            continue
+        coach_before = states[i - 1] if i > 0 and states[i - 1].turn.speaker != "patient" else None
+        for mention in list(state.mentions):
+            if mention.category != MemoryCategory.MEDICATION or not mention.unresolved:
+                continue
+            _resolve_medication(mention, state, states, i, coach_before, record, lex)
+        _answer_fills_action(state, states, i, coach_before)
+        _reason_links(state, states, i, coach_before)
+        _allergy_inference(state, states, i)
+        _continuations(state, states, i, coach_before)
+
+
+def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnState], i: int,
+                        coach_before: TurnState | None, record: ClinicalRecord | None, lex: Lexicon) -> None:
+    cls = mention.attributes.get("drug_class", "")
+    # 1. a named drug elsewhere in this turn, then in the neighbouring patient turns (the answer often follows)
+    pools: list[tuple[TurnState, list[Mention]]] = [(state, state.mentions)]
+    pools += [(s, s.mentions) for s in _patient_neighbours(states, i, 2, 2)]
+    for other_state, mentions in pools:
+        for other in mentions:
+            if other is mention or other.category != MemoryCategory.MEDICATION or other.unresolved:
+                continue
+            if other.subject != Subject.PATIENT or not _compatible(cls, other.attributes.get("drug_class", "")):
+                continue
+            _merge(mention, other, other_state)
+            return
+    # 2. the coach's question named it ("Are you still taking your metformin?")
+    if coach_before is not None:
+        for sent in coach_before.sentences:
+            for hit in getattr(sent, "hits", []):
+                if hit.best.kind == "drug" and _compatible(cls, hit.best.drug_class or lex.class_of(hit.best.canonical)):
+                    mention.attributes["drug"] = hit.best.canonical
+                    mention.attributes.setdefault("drug_class", hit.best.drug_class)
+                    mention.name = hit.best.canonical
+                    mention.unresolved = False
+                    mention.turn_ids.append(coach_before.turn.id)
+                    return
+    # 3. the record holds exactly one active drug of that class
+    candidates = _record_class_drugs(record, lex, cls)
+    if len({c for c, _ in candidates}) == 1:
+        canonical, med = candidates[0]
+        mention.attributes["drug"] = canonical
+        mention.attributes["display"] = med.display
+        if med.primary_coding:
+            mention.attributes["rxnorm_hint"] = med.primary_coding.code
+        mention.attributes["record_ref"] = f"{med.resource_type}/{med.id}"
+        mention.name = canonical
+        mention.unresolved = False
+        mention.confidence = min(mention.confidence, 0.6)
+
+
+def _merge(unresolved: Mention, named: Mention, named_state: TurnState) -> None:
+    """The unresolved action takes the drug; the named mention takes the action if it had none."""
+    for key in ("drug", "drug_class", "display", "rxnorm_hint", "record_ref"):
+        if named.attributes.get(key):
+            unresolved.attributes[key] = named.attributes[key]
+    unresolved.name = named.name
+    unresolved.unresolved = False
+    unresolved.confidence = max(unresolved.confidence, 0.6)
+    if named.turn.id not in unresolved.turn_ids:
+        unresolved.turn_ids.append(named.turn.id)
+    if named.attributes.get("action") in (None, "taking") and unresolved.attributes.get("action") not in (None, "taking"):
+        if named.turn.id != unresolved.turn.id:
+            named.attributes["action"] = unresolved.attributes["action"]
+            if unresolved.attributes.get("dose_change"):
+                named.attributes["dose_change"] = unresolved.attributes["dose_change"]
+            if named.event_time is None:
+                named.event_time = unresolved.event_time
+    if unresolved.turn.id not in named.turn_ids:
+        named.turn_ids.append(unresolved.turn.id)
+    if named.turn.id == unresolved.turn.id:
+        unresolved.state = "duplicate"  # same turn: the named mention already carries it
+
+
+_Q_ACTION = [
+    (re.compile(r"\b(stop|stopped|quit|off)\b"), "stopped"),
+    (re.compile(r"\b(skip|skipped|miss|missed)\b"), "skipped"),
+    (re.compile(r"\b(start|started|new)\b"), "started"),
+]
+
+
+def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
+    """A short answer naming a drug takes the action from the question or the previous patient turn."""
+    meds = [m for m in state.mentions if m.category == MemoryCategory.MEDICATION and not m.unresolved]
+    if not meds or coach_before is None:
+        return
+    if len(state.low.split()) > 25:
+        return
+    qlow = coach_before.low
+    for m in meds:
+        if m.attributes.get("action") not in ("taking", None):
+            continue
+        for rx, action in _Q_ACTION:
+            if rx.search(qlow) and re.search(r"\b(which|what|the one|that one)\b", qlow):
+                m.attributes["action"] = action
+                m.turn_ids.append(coach_before.turn.id)
+                break
+
+
+def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
+    """A change made "so" / "because" of symptoms in the previous patient turn keeps that turn as its reason."""
+    changes = [m for m in state.mentions if m.category in (MemoryCategory.MEDICATION, MemoryCategory.CARE_ACTIVITY)
+               and m.attributes.get("action") in ("stopped", "changed_dose", "skipped", "started")]
+    if not changes:
+        return
+    prev = _patient_neighbours(states, i, 1, 0)
+    if not prev:
+        return
+    before = prev[0]
+    backref = coach_before is not None and _BACKREF_Q.search(coach_before.low)
+    if not (_CAUSAL.search(state.low) or backref):
+        return
+    symptoms = [m for m in before.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.CONDITION)
+                and m.subject == Subject.PATIENT]
+    has_clinical = any(m.category in CLINICAL for m in before.mentions)
+    if not symptoms and has_clinical:
+        return
+    for change in changes:
+        if change.subject != Subject.PATIENT:
+            continue
+        if symptoms:
+            change.attributes.setdefault("reason", ", ".join(sorted({s.name for s in symptoms})))
+        if before.turn.id not in change.turn_ids:
+            change.turn_ids.append(before.turn.id)
+    # the turn that reported the symptom also carries the effect it led to
+    for s in symptoms:
+        for change in changes:
+            if change.subject == Subject.PATIENT and state.turn.id not in s.turn_ids:
+                s.turn_ids.append(state.turn.id)
+
+
+def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> None:
+    """Reaction after an exposure -> an allergy memory; exposure with no reaction -> a tolerance memory."""
+    reactions = [m for m in state.mentions if m.category == MemoryCategory.SYMPTOM and m.name in _REACTION
+                 and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+    lips = bool(re.search(r"\b(lips?|tongue|face|throat)\b[^.!?]{0,30}\b(puffy|swell|swelled|swollen|swelling|tingl\w*|tight|itchy)\b", state.low))
+    no_reaction = _NO_REACTION.search(state.low)
+    if not reactions and not lips and not no_reaction:
+        return
+    exposures: list[tuple[TurnState, Mention]] = []
+    for s in [state] + _patient_neighbours(states, i, 2, 0):
+        for m in s.mentions:
+            if m.subject != Subject.PATIENT:
+                continue
+            if m.category == MemoryCategory.MEDICATION and m.attributes.get("drug") and m.attributes["drug"] not in _ANTIHISTAMINE \
+                    and m.assertion == Assertion.AFFIRMED:
+                exposures.append((s, m))
+            elif m.category == MemoryCategory.ALLERGY:
+                exposures.append((s, m))
+        for sent in s.sentences:
+            for hit in getattr(sent, "hits", []):
+                if hit.best.kind == "allergen" and _EXPOSURE.search(sent.low):
+                    exposures.append((s, Mention(MemoryCategory.ALLERGY, s.turn, sent, sent.start + hit.start,
+                                                 sent.start + hit.end, {"substance": hit.best.canonical}, name=hit.best.canonical)))
+        if exposures:
+            break
+    if not exposures:
+        return
+    exp_state, exposure = exposures[0]
+    substance = exposure.attributes.get("drug") or exposure.attributes.get("substance") or exposure.name
+    if not substance:
+        return
+    if reactions or lips:
+        names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set()))
+        attrs = {"substance": substance, "reaction": ", ".join(names), "stated_status": "new", "inferred": True}
+        anchor_sent = reactions[0].sentence if reactions else state.sentences[0]
+        turn_ids = [state.turn.id] + ([exp_state.turn.id] if exp_state is not state else [])
+        allergy = Mention(MemoryCategory.ALLERGY, state.turn, anchor_sent, anchor_sent.start, anchor_sent.end, attrs,
+                          confidence=0.6, turn_ids=turn_ids, name=substance)
+        allergy.event_time = reactions[0].event_time if reactions else None
+        # later patient turns that stop the drug or treat the reaction belong to the same episode
+        for later in _patient_neighbours(states, i, 0, 2):
+            for m in later.mentions:
+                if m.category == MemoryCategory.MEDICATION and (
+                        m.attributes.get("drug") in _ANTIHISTAMINE or m.attributes.get("drug") == substance):
+                    if later.turn.id not in allergy.turn_ids:
+                        allergy.turn_ids.append(later.turn.id)
+        state.mentions.append(allergy)
+        if exp_state is not state and state.turn.id not in exposure.turn_ids and exposure in exp_state.mentions:
+            exposure.turn_ids.append(state.turn.id)
+    elif no_reaction:
+        sent = next((s for s in state.sentences if _NO_REACTION.search(s.low)), state.sentences[0])
+        attrs = {"substance": substance, "reaction": "none", "stated_status": "tolerated"}
+        turn_ids = [state.turn.id] + ([exp_state.turn.id] if exp_state is not state else [])
+        state.mentions.append(Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start, sent.end, attrs,
+                                      confidence=0.55, turn_ids=turn_ids, name=substance))
+
+
+def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
+    """A reply to "has that happened before?" / "which one?" continues the previous patient turn's clinical mention."""
+    if coach_before is None or not _BACKREF_Q.search(coach_before.low):
+        return
+    prev = _patient_neighbours(states, i, 1, 0)
+    if not prev:
+        return
+    before = prev[0]
+    own_clinical = [m for m in state.mentions if m.category in CLINICAL]
+    earlier = [m for m in before.mentions if m.category in CLINICAL and m.subject == Subject.PATIENT
+               and m.assertion == Assertion.AFFIRMED]
+    if own_clinical and not earlier:
+        # the previous turn set up what this one explains ("had to stop twice" -> "chest got tight")
+        if not any(m.category in CLINICAL for m in before.mentions):
+            for m in own_clinical:
+                if m.subject == Subject.PATIENT and before.turn.id not in m.turn_ids:
+                    m.turn_ids.append(before.turn.id)
+        return
+    if own_clinical or not earlier:
+        return
+    if not any(resolve(state.turn.text[s.start : s.end], state.turn.at) for s in state.sentences) and \
+            not re.search(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|since|still)\b", state.low):
+        return
+    for m in earlier[:3]:
+        sent = state.sentences[0] if state.sentences else None
+        if sent is None:
+            return
+        cont = Mention(m.category, state.turn, sent, sent.start, sent.end, dict(m.attributes), m.subject, m.relation,
+                       m.assertion, confidence=0.5, turn_ids=[state.turn.id, before.turn.id], name=m.name)
+        cont.attributes["continues"] = before.turn.id
+        cont.event_time = _event_time(state, sent)
+        state.mentions.append(cont)
+
+
+# ---- delta ops against the patient's current memory ---------------------------------------------
+
+
+def _state_of(d: MemoryDraft) -> tuple:
+    a = d.attributes
+    if d.category == MemoryCategory.MEDICATION:
+        return (a.get("action"), a.get("dose_change"))
+    if d.category == MemoryCategory.MEASUREMENT:
+        return (a.get("value"), a.get("value2"))
+    if d.category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM, MemoryCategory.ALLERGY):
+        return (a.get("stated_status"),)
+    return (a.get("action"), a.get("detail"))
+
+
+def _assign_ops(drafts: list[MemoryDraft], prior: Sequence[MemoryDraft]) -> None:
+    current: dict[str, MemoryDraft] = {}
+    for p in prior:
+        if p.chain_key and p.subject == Subject.PATIENT and p.assertion == Assertion.AFFIRMED:
+            current[p.chain_key] = p
+    for d in drafts:
+        if not d.chain_key or not d.is_patient_affirmed or d.category in ("lifestyle",):
+            continue
+        earlier = current.get(d.chain_key)
+        if earlier is not None:
+            d.op = MemoryOp.UPDATE if _state_of(earlier) == _state_of(d) else MemoryOp.SUPERSEDE
+        current[d.chain_key] = d
