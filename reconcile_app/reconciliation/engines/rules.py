@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
+from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
 from reconcile_app.reconciliation.knowledge import Drug, Knowledge, eval_rule, load_knowledge, norm, regex_text
 from reconcile_app.reconciliation.matching import (
     DrugMention,
@@ -29,10 +30,6 @@ from .base import Reconciler
 
 AGREE, CONTRA, GAP, NCR = (FindingKind.AGREEMENT, FindingKind.CONTRADICTION, FindingKind.GAP, FindingKind.NO_CLINICAL_RELEVANCE)
 Cat = FindingCategory
-
-# Rules whose finding is *about* an entered-in-error entry (the patient really has/takes what was voided):
-# the only rules allowed to cite one; the citation gate keys on this prefix.
-ERROR_RULE_PREFIX = "error-"
 
 # --- cue lexicons: general chat verbs, not phrases from any transcript -------------------------------------
 
@@ -379,7 +376,7 @@ class RulesReconciler(Reconciler):
             v.cite(*match.historical)
         elif match.error and not match.by_class_only:
             sev, safe = self._class_sev(classes, "new", ("medium", False))
-            v = Verdict(GAP, Cat.MEDICATION, "error-med-only-entry", sev, safe,
+            v = Verdict(GAP, Cat.MEDICATION, f"{ERROR_RULE_PREFIX}med-only-entry", sev, safe,
                         f"Patient reports taking {label}; its only record entry ({_short(match.error[0])}) is marked entered-in-error.")
             v.cite(*match.error)
             v.cite(*self._indications(ctx, classes, m.quote)[:2])
@@ -577,7 +574,7 @@ class RulesReconciler(Reconciler):
         diagnosed = status in ("diagnosed", "new") or bool(_DIAGNOSED.search(quote))
         labels = ", ".join(sorted(self.kb.conditions[c].terms[0] for c in concepts if c in self.kb.conditions))
         if error:
-            v = Verdict(GAP, Cat.CONDITION, "error-condition-only-entry", Severity.MEDIUM, False,
+            v = Verdict(GAP, Cat.CONDITION, f"{ERROR_RULE_PREFIX}condition-only-entry", Severity.MEDIUM, False,
                         f"Patient reports {labels}; the record's only entry for it is marked entered-in-error.")
             v.cite(*(ce.entry for ce in error))
         elif historical:
