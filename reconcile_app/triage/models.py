@@ -10,6 +10,12 @@ from reconcile_app.core.models import TimeStampedModel
 OPEN_STATUSES = ("new", "in_review", "escalated")
 
 
+class RoutingAction(models.TextChoices):
+    ALERT_CARE_TEAM = "alert_care_team", "Alert the care team (in-app and email)"
+    ASK_COACH_CLARIFY = "ask_coach_clarify", "Ask the coach to clarify with the patient"
+    LOG_NEXT_VISIT = "log_next_visit", "Log for the next visit"
+
+
 class TriageItem(models.Model):
     """A discrepancy finding under review. Finding columns are copied here so the queue's
     filters and sort never join the findings table (100,000 rows must stay fast)."""
@@ -65,7 +71,7 @@ class TriageItem(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
     # The routing action's delivery (alert, clarification request), visible on the finding.
-    action = models.CharField(max_length=20, blank=True)
+    action = models.CharField(max_length=20, choices=RoutingAction.choices, blank=True)
     action_status = models.CharField(max_length=10, choices=ActionStatus.choices, blank=True)
     action_attempts = models.PositiveSmallIntegerField(default=0)
     action_error = models.CharField(max_length=300, blank=True)
@@ -147,10 +153,7 @@ class TriageAlert(models.Model):
 class RoutingRule(TimeStampedModel):
     """First enabled rule (by `order`) that matches a new item sets its queue, priority, SLA and action."""
 
-    class Action(models.TextChoices):
-        ALERT_CARE_TEAM = "alert_care_team", "Alert the care team (in-app and email)"
-        ASK_COACH_CLARIFY = "ask_coach_clarify", "Ask the coach to clarify with the patient"
-        LOG_NEXT_VISIT = "log_next_visit", "Log for the next visit"
+    Action = RoutingAction
 
     class Safety(models.TextChoices):
         ANY = "", "Any"
