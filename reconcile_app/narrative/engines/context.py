@@ -40,7 +40,7 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     ("ruled out", NEGATED, BOTH, 5), ("no sign of", NEGATED, FWD, 5), ("no signs of", NEGATED, FWD, 5), ("nor", NEGATED, FWD, 4),
     ("neither", NEGATED, FWD, 5), ("zero", NEGATED, FWD, 3),
     # hypothetical / planned / future
-    ("if", HYPOTHETICAL, FWD, 12), ("what if", HYPOTHETICAL, FWD, 12), ("in case", HYPOTHETICAL, FWD, 8),
+    ("if", HYPOTHETICAL, FWD, 20), ("what if", HYPOTHETICAL, FWD, 16), ("ill", HYPOTHETICAL, FWD, 8), ("in case", HYPOTHETICAL, FWD, 8),
     ("someday", HYPOTHETICAL, BOTH, 12), ("some day", HYPOTHETICAL, BOTH, 12), ("one day", HYPOTHETICAL, BOTH, 10),
     ("eventually", HYPOTHETICAL, BOTH, 10), ("down the road", HYPOTHETICAL, BOTH, 10), ("in the future", HYPOTHETICAL, BOTH, 10),
     ("might", HYPOTHETICAL, FWD, 10), ("may need", HYPOTHETICAL, FWD, 8), ("could", HYPOTHETICAL, FWD, 8),
@@ -194,7 +194,13 @@ def _blocked(words: list[str], i: int, size: int, key: tuple[str, ...]) -> bool:
         return True
     if key == ("since",):
         return True
+    if key == ("ill",) and nxt not in _ILL_VERBS:
+        return True  # "ill" as sick, not chat for "I'll"
     return False
+
+
+_ILL_VERBS = frozenset("call ask tell try be start take get see need have go do let check make talk text mention bring "
+                       "look keep stop switch send pick".split())
 
 
 def _is_terminator(words: list[str], idx: int) -> bool:
@@ -263,6 +269,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         base = w[:-2] if w.endswith("'s") else w
         possessive = w.endswith("'s") or (w.endswith("s") and base in RELATIONS)
         if base in CLINICIANS:
+            if i > 0 and words[i - 1] in ("his", "her", "their"):
+                continue  # "his doctor": the other person's clinician, the pronoun already counted
             last_was_clinician = True
             out.append(Person(i, "clinician", base))
             continue
@@ -277,6 +285,10 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
             last_was_clinician = False
             continue
         if w in OTHER_PRONOUNS:
+            if w in ("him", "himself", "herself") or (w == "his" and i + 1 < n and words[i + 1] in CLINICIANS):
+                # an object or another person's clinician: never the patient's own clinician talking
+                out.append(Person(i, "other", last_relation or "other person"))
+                continue
             window = words[i + 1 : i + 4]
             prescribing = any(v in _PRESCRIBER_VERBS for v in window)
             to_me = any(v in _ME_OBJECTS for v in words[i + 1 : i + 7])
@@ -292,7 +304,7 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if w in SELF_WORDS or (w == "my" and not (i + 1 < n and (words[i + 1] in RELATIONS or words[i + 1].rstrip("s") in RELATIONS))):
             out.append(Person(i, "self", ""))
             continue
-        if w == "ill" and i + 1 < n and words[i + 1] in {"call", "ask", "tell", "try", "be", "start", "take", "get", "see", "need", "have", "go", "do", "let", "check", "make", "talk"}:
+        if w == "ill" and i + 1 < n and words[i + 1] in _ILL_VERBS:
             out.append(Person(i, "self", ""))
     return out
 

@@ -43,6 +43,17 @@ STOPWORDS = frozenset(
     fargo mirena lamins trim mars alli plan help may june april august march will can cant wont dont
     well good fine great better worse best bad sick pill pills shot shots pen pens med meds medicine
     cold fall falls fell hurt hurts sore tired fat thin dry wet hot warm
+    more most less least much many very too also just only even still again back down up out off over under
+    again then than when where what which who whom whose why how now new old same other another each every both
+    few lot lots little big small long short high low right left next last first second early late soon later
+    day days week weeks month months year years time times today tomorrow yesterday morning night evening
+    home work house car food water milk juice coffee tea beer wine sugar salt bread rice meat fish chicken egg
+    man woman men women kid kids baby boy girl friend family people person life world way thing things stuff
+    know think feel felt say said tell told ask asked want wanted need needed like liked love try tried keep kept
+    look looked see saw seen come came walk walked run ran eat ate drink drank sleep slept call called
+    care help plus max pro prime ultra active relief rest ease calm clear free pure natural balance boost
+    focus energy power control support total complete advance advanced basic simple regular extra strength
+    attention breaks fingers needles taco worries death chest
     """.split()
 )
 
@@ -289,6 +300,17 @@ _ICD_CLEAN = [
 ]
 
 
+# A single ICD word is admitted only when it looks like a disease or symptom name; anatomy and
+# ordinary words left over from the cleaning ("chest", "death", "joints") are not conditions.
+_ICD_SINGLE = re.compile(
+    r"(itis|osis|oses|emia|aemia|oma|omas|iasis|pathy|algia|plegia|ism|rrhea|rrhoea|uria|cele|trophy|megaly|ectasis|"
+    r"penia|spasm|ache|pox|ia|asthma|gout|fever|scabies|measles|mumps|rabies|shingles|thrush|ulcer|glaucoma|cataract|"
+    r"migraine|epilepsy|vertigo|cough|syncope|edema|oedema|jaundice|acne|eczema|dyspnea|nausea|hiccough|"
+    r"constipation|diarrhea|heartburn|palpitations|headache|tiredness|fatigue|malaise|wheezing|stroke|obesity|"
+    r"hernia|seizure|seizures|convulsions|tremor|insomnia|snoring|dizziness|giddiness|hemorrhage|haemorrhage)$"
+)
+
+
 def _icd_terms(text: str) -> list[str]:
     term = text.lower()
     for rx, rep in _ICD_CLEAN:
@@ -299,7 +321,7 @@ def _icd_terms(text: str) -> list[str]:
     parts = [term]
     if " and " in term and len(term.split()) <= 5:  # "dizziness and giddiness" -> both halves
         parts += [p.strip() for p in term.split(" and ")]
-    return [p for p in parts if 1 <= len(p.split()) <= 4 and len(p) >= 4]
+    return [p for p in parts if 1 <= len(p.split()) <= 4 and len(p) >= 4 and (" " in p or (len(p) >= 5 and _ICD_SINGLE.search(p)))]
 
 
 def _load_icd(lex: Lexicon) -> None:
@@ -328,7 +350,7 @@ def _load_icd(lex: Lexicon) -> None:
 _lock = threading.Lock()
 
 
-BUILD_VERSION = "1"  # bump when the build logic changes so cached indexes are rebuilt
+BUILD_VERSION = "2"  # bump when the build logic changes so cached indexes are rebuilt
 
 
 def _cache_path() -> Path | None:

@@ -55,7 +55,7 @@ _SPO2 = re.compile(r"\b(?:oxygen|o2|sats?|spo2|pulse ox|saturation|oxygen level|
 _TEMP = re.compile(r"\b(?:fever|temp|temperature|thermometer)\b\D{0,20}?(\d{2,3}(?:\.\d)?)\b|\b(\d{2,3}(?:\.\d)?)\s*(?:degrees?|°\s*f?|deg)\b")
 _TOBACCO = re.compile(
     r"\b(?:(?P<n>\d{1,2}(?:\s*(?:-|to)\s*\d{1,2})?|a few|few|couple|a couple|half a|a|one|two)\s+)?(?:of\s+)?"
-    r"(?P<what>cigs|cigarettes|cigarette|smokes|packs?|vapes?|cigars?)\b(?:\s+(?:a|per)\s+day)?")
+    r"(?P<what>cigs|cigarettes|cigarette|smokes|vapes?|cigars?|packs?(?=\s+(?:a|per)\s+day))\b(?:\s+(?:a|per)\s+day)?")
 _TOBACCO_RATE = re.compile(r"\b(\d{1,2})\s*(?:-|to)?\s*(\d{1,2})?\s+(?:a|per)\s+day\b")
 
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")

@@ -93,11 +93,12 @@ _OTC_DRUGS = frozenset({"ibuprofen", "naproxen", "acetaminophen", "aspirin", "di
                         "potassium chloride", "calcium carbonate", "ergocalciferol", "cholecalciferol", "magnesium"})
 
 _GENERIC_MED = re.compile(r"\b(?:my|the|a|that|this|those|these|his|her|one of my|new|little|another)\s+(?:[a-z]+\s+){0,2}?(pen|pens|shot|shots|injection|injections|pill|pills|tablet|tablets|meds|medicine|medicines|medication|medications|prescription|prescriptions|inhaler)\b")
-_PRONOUN_MED = re.compile(r"\b(stopped|quit|skipped|missed|restarted|started|stop|quit|taking|took|take|cut|split|finished)\s+(it|them|that one|that|those)\b")
+_PRONOUN_MED = re.compile(r"\b(stopped|quit|skipped|missed|restarted|stop|taking|took|take|cut|split|finished)\s+(it|them|that one|those)\b(?!\s+(?:easy|slow|out|personally|seriously|well|hard|back|up|in stride))")
 _CAUSAL = re.compile(r"\b(so|because|bc|cause|cuz|since it|made me|due to|that's why|thats why|figured|for the)\b")
 _BACKREF_Q = re.compile(
     r"\b(that|it|this|which|what made|why|how long|how often|is that new|has that|what happened|what kind|how many|when did|"
-    r"how have you been feeling|since you started|what's going on|tell me more)\b")
+    r"how have you been feeling|since you started|what's going on|tell me more|anything changed|what changed|"
+    r"anything new|what's different|what is different)\b")
 _REACTION = frozenset({"rash", "itching", "swelling", "throat tightness", "shortness of breath", "wheezing", "hives", "nausea"})
 _REACTION_WORDS = re.compile(r"\b(rash|hives|itch(?:y|ing)?|swell(?:ing|ed|s)?|swollen|puffy|throat (?:got )?(?:tight|closing)|tingl(?:y|ing)|welts|reaction|anaphyla\w*|broke out|break out|breaking out)\b")
 _ALLERGY_CLAIM = re.compile(r"\b(allergic|allergy|allergies|reaction to|react to|sensitive to|intolerant)\b")
@@ -115,6 +116,9 @@ _STATUS_WORDS = [
 ]
 _GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
 _PREFERENCE = re.compile(r"\b(i prefer|i'd rather|id rather|rather|i like|i love|i hate|i can't stand|i cant stand|can't stand|cant stand|i don't like|i dont like|favorite|not a fan|i enjoy)\b")
+_REMOVAL = re.compile(
+    r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
+    r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
 _PROC_PAST = re.compile(r"\b(had|got|did|done|went|was|underwent|getting|removed|took out|fixed)\b")
 _WHERE = re.compile(r"\b(?:at|in|from)\s+(?:the\s+)?((?:[a-z0-9'&-]+\s+){0,3}?(?:pharmacy|clinic|center|centre|hospital|office|care|er|walgreens|cvs|kroger|walmart|costco|target|rite aid|health fair|fair|spa|practice|place|school|work|department))\b")
 _CAPITAL_NOT_NAME = frozenset(
@@ -160,6 +164,7 @@ class TurnState:
     sentences: list[Sentence]
     mentions: list[Mention] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    context_text: str = ""  # this turn and the few before it, lowered: cues such as "I saw a specialist"
 
 
 class RulesExtractor(Extractor):
@@ -225,6 +230,7 @@ class RulesExtractor(Extractor):
                 sent.hits = lex.match(sent.low, sent.tokens, overlay)
             return state
         clinician_context = _clinician_context(previous)
+        state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
         measurements = find_measurements(low)
         for sent in sentences:
             tokens = sent.tokens
@@ -275,12 +281,14 @@ class RulesExtractor(Extractor):
             elif entry.detail == "near match":
                 mention.confidence = 0.55
             if category == MemoryCategory.MEDICATION:
-                if not self._medication(mention, hit, entry, res, words, sent, lex):
+                if not self._medication(mention, hit, entry, res, words, sent, lex, state):
                     continue
             elif category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
                 mention.name = entry.canonical
                 mention.attributes = {"name": entry.canonical, "term": hit.term}
-                status = _stated_status(sent.low, hit)
+                if kind == "condition" and _followed_by_service(words, hit.tok_end):
+                    continue  # "a diabetes specialist", "the asthma clinic": a service, not a stated condition
+                status = _stated_status(_clause_around(sent, hit.start, hit.end), hit)
                 if status:
                     mention.attributes["stated_status"] = status
                 if status == "resolved" and mention.assertion == Assertion.NEGATED:
@@ -313,6 +321,17 @@ class RulesExtractor(Extractor):
             mention.event_time = _event_time(state, sent)
             out.append(mention)
         out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
+        for m in _REMOVAL.finditer(sent.low):
+            if any(x.category == MemoryCategory.PROCEDURE for x in out):
+                break
+            tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start()), 0)
+            res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+            name = f"removal of {m.group(2)}"
+            mention = Mention(MemoryCategory.PROCEDURE, state.turn, sent, sent.start + m.start(), sent.start + m.end(),
+                              {"name": name, "term": m.group(0)}, res.subject, res.relation, res.assertion,
+                              confidence=0.6, turn_ids=[state.turn.id], name=name)
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
         for meas in measurements:
             tok_start = next((i for i, t in enumerate(sent.tokens) if sent.start + t[1] >= meas.start), 0)
             tok_end = next((i for i, t in enumerate(sent.tokens) if sent.start + t[1] >= meas.end), len(words))
@@ -327,7 +346,7 @@ class RulesExtractor(Extractor):
         return out
 
     def _medication(self, mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
-                    sent: Sentence, lex: Lexicon) -> bool:
+                    sent: Sentence, lex: Lexicon, state: TurnState) -> bool:
         attrs: dict[str, Any] = {}
         if entry.kind == "drug":
             attrs["drug"] = entry.canonical
@@ -354,6 +373,8 @@ class RulesExtractor(Extractor):
             if attrs["action"] == "took_once":
                 attrs["action"] = "taking"
         source = _source(sent.low, attrs["drug"], res, mention.turn)
+        if not source and attrs["action"] in ("started", "changed_dose") and _OUTSIDE.search(state.context_text):
+            source = "outside_clinician"  # "she added a pill" after "I saw a specialist"
         if source:
             attrs["source"] = source
         if res.owner:
@@ -369,11 +390,10 @@ class RulesExtractor(Extractor):
     def _generic_medications(self, state: TurnState, sent: Sentence, words: list[str], hits: list[Hit], triggers: list,
                              people: list, lex: Lexicon, found: list[Mention]) -> list[Mention]:
         """"haven't done my pen", "stopped it": a medication action whose drug comes from the conversation."""
-        if any(m.category == MemoryCategory.MEDICATION for m in found):
-            return []
+        has_med = any(m.category == MemoryCategory.MEDICATION for m in found)
         out: list[Mention] = []
         covered = [(h.start, h.end) for h in hits]
-        for rx in (_GENERIC_MED, _PRONOUN_MED):
+        for rx in ((_PRONOUN_MED,) if has_med else (_GENERIC_MED, _PRONOUN_MED)):
             for m in rx.finditer(sent.low):
                 g = 1 if rx is _GENERIC_MED else 2
                 start, end = m.start(g), m.end(g)
@@ -389,6 +409,8 @@ class RulesExtractor(Extractor):
                 word = m.group(g)
                 cls = "injectable" if word.startswith(("pen", "shot", "inject")) else "inhaler" if word == "inhaler" else ""
                 attrs: dict[str, Any] = {"drug": "", "drug_class": cls, "action": action or "taking", "reference": word}
+                if rx is _PRONOUN_MED:
+                    attrs["anaphora"] = True
                 if dose_change:
                     attrs["dose_change"] = dose_change
                 if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
@@ -509,7 +531,7 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
 def _clause_around(sent: Sentence, start: int, end: int) -> str:
     """The clause of the sentence holding [start, end): split on commas, semicolons and 'but'."""
     low = sent.low
-    bounds = [0] + [m.end() for m in re.finditer(r"[,;:]|\bbut\b|\band then\b|\bthen\b", low)] + [len(low)]
+    bounds = [0] + [m.end() for m in re.finditer(r"[,;:]|\bbut\b|\band\b|\bthen\b|\bso\b|\bbecause\b", low)] + [len(low)]
     lo = max(b for b in bounds if b <= start) if any(b <= start for b in bounds) else 0
     hi = min((b for b in bounds if b >= end), default=len(low))
     clause = low[lo:hi]
@@ -527,19 +549,27 @@ def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.Con
             if re.search(r"\b(today|yesterday|last night|this morning|dose|once|couple of times|few times)\b", sentence):
                 return "skipped", ""
             return "stopped", ""
-    best: tuple[int, str, str] | None = None
+    found = _nearest_action(clause, hit.term)
+    if found is None and clause != sentence:
+        found = _nearest_action(sentence, hit.term)
+    return found if found is not None else (None, "")
+
+
+def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
+    """The action verb nearest the mention; a specific action (stopped, changed dose) beats a generic one
+    ("taking", "took") unless the generic verb is much closer."""
+    center = text.find(term) if term else -1
+    best: tuple[float, str, str] | None = None
     for rx, action, dose_change in _ACTION_RX:
-        for m in rx.finditer(clause):
-            # nearest verb to the mention wins; ties go to the more specific (earlier) pattern
-            center = clause.find(hit.term)
-            distance = abs(m.start() - center) if center >= 0 else m.start()
-            if best is None or distance < best[0] - (8 if action not in ("taking", "took_once") else 0):
-                if best is not None and best[1] not in ("taking", "took_once") and action in ("taking", "took_once"):
-                    continue
+        for m in rx.finditer(text):
+            if center >= 0 and m.start() <= center < m.end():
+                continue  # the mention's own words ("pill" in "pill")
+            distance = float(abs(m.start() - center) if center >= 0 else m.start())
+            if action not in ("taking", "took_once"):
+                distance -= 12
+            if best is None or distance < best[0]:
                 best = (distance, action, dose_change)
-    if best is None:
-        return None, ""
-    return best[1], best[2]
+    return None if best is None else (best[1], best[2])
 
 
 def _source(sentence: str, drug: str, res: ctx.ContextResult, turn: TurnInput) -> str:
@@ -550,6 +580,14 @@ def _source(sentence: str, drug: str, res: ctx.ContextResult, turn: TurnInput) -
     if drug in _OTC_DRUGS or _OTC.search(sentence):
         return "otc"
     return ""
+
+
+_SERVICE_WORDS = frozenset("specialist specialists doctor doc clinic educator education class classes nurse center program "
+                           "supplies test testing screening meds medicine medication pill pills shot group walk foundation".split())
+
+
+def _followed_by_service(words: list[str], idx: int) -> bool:
+    return idx < len(words) and words[idx] in _SERVICE_WORDS
 
 
 def _after_more(words: list[str], idx: int) -> bool:
@@ -698,14 +736,19 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
 def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnState], i: int,
                         coach_before: TurnState | None, record: ClinicalRecord | None, lex: Lexicon) -> None:
     cls = mention.attributes.get("drug_class", "")
-    # 1. a named drug elsewhere in this turn, then in the neighbouring patient turns (the answer often follows)
-    pools: list[tuple[TurnState, list[Mention]]] = [(state, state.mentions)]
-    pools += [(s, s.mentions) for s in _patient_neighbours(states, i, 2, 2)]
+    # 1. a named drug earlier in this turn, then in the neighbouring patient turns: a pronoun ("stopped it")
+    #    looks back first, a noun ("my pen") looks at the answer that follows first.
+    same_turn = [m for m in state.mentions if m.start < mention.start]
+    neighbours = (_patient_neighbours(states, i, 2, 0) + _patient_neighbours(states, i, 0, 2)
+                  if mention.attributes.get("anaphora") else _patient_neighbours(states, i, 2, 2))
+    pools: list[tuple[TurnState, list[Mention]]] = [(state, same_turn)] + [(s, s.mentions) for s in neighbours]
     for other_state, mentions in pools:
         for other in mentions:
             if other is mention or other.category != MemoryCategory.MEDICATION or other.unresolved:
                 continue
             if other.subject != Subject.PATIENT or not _compatible(cls, other.attributes.get("drug_class", "")):
+                continue
+            if mention.attributes.get("anaphora") and other.attributes.get("drug") in _ANTIHISTAMINE:
                 continue
             _merge(mention, other, other_state)
             return
@@ -783,35 +826,47 @@ def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coac
 
 
 def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
-    """A change made "so" / "because" of symptoms in the previous patient turn keeps that turn as its reason."""
+    """Symptoms reported right before a change ("so I cut it in half") or right after it, in answer to the
+    coach's follow-up, stay linked to the change as its reason or its effects."""
     changes = [m for m in state.mentions if m.category in (MemoryCategory.MEDICATION, MemoryCategory.CARE_ACTIVITY)
-               and m.attributes.get("action") in ("stopped", "changed_dose", "skipped", "started")]
+               and m.attributes.get("action") in ("stopped", "changed_dose", "skipped", "started", "resumed")
+               and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
     if not changes:
         return
     prev = _patient_neighbours(states, i, 1, 0)
-    if not prev:
-        return
-    before = prev[0]
-    backref = coach_before is not None and _BACKREF_Q.search(coach_before.low)
-    if not (_CAUSAL.search(state.low) or backref):
-        return
-    symptoms = [m for m in before.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.CONDITION)
-                and m.subject == Subject.PATIENT]
-    has_clinical = any(m.category in CLINICAL for m in before.mentions)
-    if not symptoms and has_clinical:
-        return
-    for change in changes:
-        if change.subject != Subject.PATIENT:
-            continue
-        if symptoms:
-            change.attributes.setdefault("reason", ", ".join(sorted({s.name for s in symptoms})))
-        if before.turn.id not in change.turn_ids:
-            change.turn_ids.append(before.turn.id)
-    # the turn that reported the symptom also carries the effect it led to
-    for s in symptoms:
+    if prev and states[i - 1] is not prev[0] and (coach_before is not None and "?" in coach_before.low):
+        before = prev[0]
+        causal = _CAUSAL.search(state.low) or _BACKREF_Q.search(coach_before.low)
+        symptoms = [m for m in before.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.CONDITION)
+                    and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+        silent = not any(m.category in CLINICAL for m in before.mentions)
+        if (symptoms or silent) and causal:
+            for change in changes:
+                if symptoms:
+                    change.attributes.setdefault("reason", ", ".join(sorted({s.name for s in symptoms})))
+                if before.turn.id not in change.turn_ids:
+                    change.turn_ids.append(before.turn.id)
+            for s in symptoms:
+                if state.turn.id not in s.turn_ids:
+                    s.turn_ids.append(state.turn.id)
+    nxt = _patient_neighbours(states, i, 0, 1)
+    if nxt:
+        after = nxt[0]
+        j = states.index(after)
+        question = states[j - 1] if j - 1 > i and states[j - 1].turn.speaker != "patient" else None
+        if question is None or "?" not in question.low:
+            return
+        effects = [m for m in after.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.MEASUREMENT)
+                   and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+        if not effects or any(m.category == MemoryCategory.MEDICATION for m in after.mentions):
+            return
         for change in changes:
-            if change.subject == Subject.PATIENT and state.turn.id not in s.turn_ids:
-                s.turn_ids.append(state.turn.id)
+            change.attributes.setdefault("effects", ", ".join(sorted({e.name for e in effects})))
+            if after.turn.id not in change.turn_ids:
+                change.turn_ids.append(after.turn.id)
+        for e in effects:
+            if state.turn.id not in e.turn_ids:
+                e.turn_ids.append(state.turn.id)
 
 
 def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> None:
@@ -837,8 +892,8 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
                 if hit.best.kind == "allergen" and _EXPOSURE.search(sent.low):
                     exposures.append((s, Mention(MemoryCategory.ALLERGY, s.turn, sent, sent.start + hit.start,
                                                  sent.start + hit.end, {"substance": hit.best.canonical}, name=hit.best.canonical)))
-        if exposures:
-            break
+        if exposures and not (s is state and no_reaction):
+            break  # a tolerance statement looks one turn further back for the exposure itself
     if not exposures:
         return
     exp_state, exposure = exposures[0]
@@ -866,14 +921,25 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
     elif no_reaction:
         sent = next((s for s in state.sentences if _NO_REACTION.search(s.low)), state.sentences[0])
         attrs = {"substance": substance, "reaction": "none", "stated_status": "tolerated"}
-        turn_ids = [state.turn.id] + ([exp_state.turn.id] if exp_state is not state else [])
+        turn_ids = [state.turn.id] + [t.turn.id for t, e in exposures
+                                      if t is not state and (e.attributes.get("drug") or e.attributes.get("substance") or e.name) == substance]
         state.mentions.append(Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start, sent.end, attrs,
                                       confidence=0.55, turn_ids=turn_ids, name=substance))
 
 
+_FOLLOW_UP_Q = re.compile(
+    r"\b(how long|how often|how many|has (?:that|this|it) happened|happened before|is (?:that|this) new|when did (?:that|this|it|you)|"
+    r"since when|which (?:one|pill|pen|medicine|med|inhaler|shot)|what kind|how bad|how high|how low|what (?:was|were) (?:it|the)|"
+    r"does (?:your|the) (?:\w+ )?(?:doctor|dr|nurse|provider|team|pcp) know|did you tell|have you told|did they|what did (?:they|she|he) say|"
+    r"has anyone (?:ever )?told you|have you (?:ever )?been told|were you told|anyone told you|did anyone|"
+    r"what made|why did|any other|anything else with)\b")
+_ANSWER = re.compile(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|no|nope|not yet|never|since|still|both|only)\b")
+
+
 def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
-    """A reply to "has that happened before?" / "which one?" continues the previous patient turn's clinical mention."""
-    if coach_before is None or not _BACKREF_Q.search(coach_before.low):
+    """An answer to a follow-up question ("has that happened before?", "does your doctor know?") belongs to the
+    previous patient turn's clinical memories: it joins their turns, and lends them its time if they had none."""
+    if coach_before is None or not _FOLLOW_UP_Q.search(coach_before.low):
         return
     prev = _patient_neighbours(states, i, 1, 0)
     if not prev:
@@ -891,18 +957,15 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
         return
     if own_clinical or not earlier:
         return
-    if not any(resolve(state.turn.text[s.start : s.end], state.turn.at) for s in state.sentences) and \
-            not re.search(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|since|still)\b", state.low):
+    when = next((t for s in state.sentences if (t := resolve(state.turn.text[s.start : s.end], state.turn.at))), None)
+    if when is None and not _ANSWER.search(state.low):
         return
-    for m in earlier[:3]:
-        sent = state.sentences[0] if state.sentences else None
-        if sent is None:
-            return
-        cont = Mention(m.category, state.turn, sent, sent.start, sent.end, dict(m.attributes), m.subject, m.relation,
-                       m.assertion, confidence=0.5, turn_ids=[state.turn.id, before.turn.id], name=m.name)
-        cont.attributes["continues"] = before.turn.id
-        cont.event_time = _event_time(state, sent)
-        state.mentions.append(cont)
+    for m in earlier:
+        if state.turn.id not in m.turn_ids:
+            m.turn_ids.append(state.turn.id)
+        if m.event_time is None and when is not None:
+            m.event_time = when
+            m.attributes.setdefault("time_from_turn", state.turn.id)
 
 
 # ---- delta ops against the patient's current memory ---------------------------------------------
