@@ -59,7 +59,7 @@ CONDITIONS = [
     ("90560007", "Gout", "active", "2022-08-30"),
     ("40055000", "Chronic sinusitis", "resolved", "2013-05-05"),
     ("302870006", "Hypertriglyceridemia", "active", "2015-08-08"),
-    ("60951000119105", "Blindness due to type 2 diabetes mellitus", "entered-in-error", "2020-01-10"),
+    ("271737000", "Anemia", "entered-in-error", "2020-01-10"),
 ]
 # (rxnorm, display, status, start, end-or-None)
 MEDICATIONS = [
@@ -68,13 +68,13 @@ MEDICATIONS = [
     ("314076", "lisinopril 10 MG Oral Tablet", "stopped", "2009-07-15", "2017-03-01"),
     ("314077", "lisinopril 20 MG Oral Tablet", "active", "2017-03-01", None),
     ("197361", "amlodipine 5 MG Oral Tablet", "active", "2018-06-12", None),
-    ("617312", "atorvastatin 40 MG Oral Tablet", "active", "2012-10-01", None),
+    ("617311", "atorvastatin 40 MG Oral Tablet", "active", "2012-10-01", None),
     ("310798", "hydrochlorothiazide 25 MG Oral Tablet", "stopped", "2013-01-20", "2019-02-11"),
     ("1373463", "canagliflozin 100 MG Oral Tablet", "stopped", "2016-05-01", "2018-09-01"),
     ("1991306", "semaglutide 0.25 MG/DOSE Pen Injector", "active", "2023-03-14", None),
     ("197319", "allopurinol 100 MG Oral Tablet", "active", "2022-08-30", None),
-    ("312938", "sertraline 50 MG Oral Tablet", "completed", "2016-04-12", "2017-10-12"),
-    ("198405", "ibuprofen 800 MG Oral Tablet", "stopped", "2021-06-08", "2021-07-01"),
+    ("312941", "sertraline 50 MG Oral Tablet", "completed", "2016-04-12", "2017-10-12"),
+    ("197807", "ibuprofen 800 MG Oral Tablet", "stopped", "2021-06-08", "2021-07-01"),
     ("313782", "acetaminophen 325 MG Oral Tablet", "active", "2021-07-01", None),
     ("308182", "amoxicillin 250 MG Oral Capsule", "completed", "2016-12-02", "2016-12-12"),
     ("243670", "aspirin 81 MG Oral Tablet", "entered-in-error", "2020-01-10", None),
