@@ -284,6 +284,9 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
             last_relation = relation
             last_was_clinician = False
             continue
+        if w in ("they", "them", "their", "theirs", "they're", "theyre") and last_relation and not last_was_clinician:
+            out.append(Person(i, "other", last_relation))
+            continue
         if w in OTHER_PRONOUNS:
             if w in ("him", "himself", "herself") or (w == "his" and i + 1 < n and words[i + 1] in CLINICIANS):
                 # an object or another person's clinician: never the patient's own clinician talking

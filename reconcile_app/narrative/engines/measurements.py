@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 @dataclass
 class Measurement:
     kind: str
-    value: float
+    value: float | None
     start: int
     end: int
     value2: float | None = None
@@ -19,7 +19,7 @@ class Measurement:
     delta: bool = False  # weight change rather than a weight
 
     def attributes(self) -> dict:
-        out: dict = {"kind": self.kind, "value": _clean(self.value), "unit": self.unit}
+        out: dict = {"kind": self.kind, "value": None if self.value is None else _clean(self.value), "unit": self.unit}
         if self.value2 is not None:
             out["value2"] = _clean(self.value2)
         if len(self.values) > 1:
@@ -58,6 +58,9 @@ _TOBACCO = re.compile(
     r"(?P<what>cigs|cigarettes|cigarette|smokes|vapes?|cigars?|packs?(?=\s+(?:a|per)\s+day))\b(?:\s+(?:a|per)\s+day)?")
 _TOBACCO_RATE = re.compile(r"\b(\d{1,2})\s*(?:-|to)?\s*(\d{1,2})?\s+(?:a|per)\s+day\b")
 
+_QUAL = r"(high|low|up|down|elevated|through the roof|all over the place|crazy|nuts|out of control|running high|running low|sky high|dropping|bottoming out)"
+_SUGAR_WORDS = re.compile(r"\b(blood sugars?|sugars?|glucose|sugar levels?|sugar numbers?)\b[^.!?\d]{0,30}?\b" + _QUAL + r"\b")
+_PRESSURE_WORDS = re.compile(r"\b(blood pressure|bp|pressure)\b[^.!?\d]{0,30}?\b" + _QUAL + r"\b")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|dinamap|kiosk)\b")
 _CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
@@ -136,6 +139,17 @@ def find_measurements(low: str) -> list[Measurement]:
             claim(Measurement("temperature", v, m.start(), m.end(), unit=unit, setting=setting))
     _glucose(low, setting, free, claim)
     _tobacco(low, free, claim)
+    for kind, rx in (("glucose", _SUGAR_WORDS), ("blood_pressure", _PRESSURE_WORDS)):
+        if any(f.kind == kind for f in found):
+            continue
+        for m in rx.finditer(low):
+            if free(m.start(), m.end()):
+                q = m.group(2)
+                q = "high" if q in ("up", "elevated", "through the roof", "crazy", "nuts", "out of control", "running high", "sky high") \
+                    else "low" if q in ("down", "running low", "dropping", "bottoming out") else "variable" if "all over" in q else q
+                claim(Measurement(kind, None, m.start(), m.end(), unit="mg/dL" if kind == "glucose" else "mm[Hg]",
+                                  qualifier=q, setting=setting))
+                break
     found.sort(key=lambda x: x.start)
     return found
 

@@ -116,6 +116,24 @@ _STATUS_WORDS = [
 ]
 _GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
 _PREFERENCE = re.compile(r"\b(i prefer|i'd rather|id rather|rather|i like|i love|i hate|i can't stand|i cant stand|can't stand|cant stand|i don't like|i dont like|favorite|not a fan|i enjoy)\b")
+_PARTS = (r"knees?|hips?|back|neck|shoulders?|foot|feet|ankles?|legs?|arms?|hands?|wrists?|elbows?|head|stomach|"
+          r"belly|jaw|tooth|teeth|ears?|eyes?|toes?|fingers?|calf|calves|side|joints?|heels?|throat|gut|ribs?|groin|bladder")
+_BODY_PAIN = re.compile(
+    r"\b(?:my |the |his |her |both )?(?P<part>" + _PARTS + r")\b[^.!?]{0,25}?\b(?:hurts?|hurting|aches?|aching|pain|painful|sore|"
+    r"killing me|bothering me|acting up|swollen|swelling|throbbing|stiff|numb|tingling|burning|cramping|giving me trouble|flared)\b"
+    r"|\b(?:pain|ache|aching|soreness|swelling|numbness|tingling|cramps?) in (?:my |the |his |her |both )?(?P<part2>" + _PARTS + r")\b")
+_DIAGNOSED = re.compile(
+    r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
+    r"says i (?:have|had)|tested positive for|turns out i (?:have|had))\s+(?:a |an |some |mild |early |the )?"
+    r"([a-z][a-z'\- ]{2,40}?)(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
+_STOP_CONDITION = frozenset("it that this something nothing to be a an the my no not".split())
+_PRESCRIBED = re.compile(
+    r"\b(started me on|put me on|prescribed(?: me)?|switched me to|gave me a prescription for|called in|i'm now on|im now on|"
+    r"now i'm on|now im on|started taking|began taking)\s+(?:a |an |some |the |this |new )?([a-z][a-z\-]{3,20})(?:\s+(\d+\s*mg))?\b")
+_GENERIC_WORDS = frozenset(
+    "pill pills medicine medication med meds shot shots injection pen tablet tablets prescription something stuff new "
+    "different another higher lower bigger smaller dose generic brand walking exercise diet water every daily more less "
+    "it them that those these".split())
 _REMOVAL = re.compile(
     r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
     r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
@@ -127,6 +145,15 @@ _CAPITAL_NOT_NAME = frozenset(
     dr doctor mr mrs ms miss nurse coach god jesus monday tuesday wednesday thursday friday saturday sunday january
     february march april may june july august september october november december thanksgiving christmas easter
     halloween just also then well oh ugh honestly really pretty good great not still mostly busy happy sad tired
+    """.split()
+)
+_PERSON_VERB = re.compile(r"(takes|is on|was on|got diagnosed|was diagnosed|just got diagnosed|has been on|just started|"
+                          r"is diabetic|has diabetes|has asthma|has cancer|had a stroke|had a heart attack|is taking|was taking)\b")
+_NOT_A_PERSON = frozenset(
+    """
+    it that this what which who everything something nothing anything everyone someone work life knee back leg arm
+    sugar pressure bp weight heart doctor doc nurse insurance pharmacy medicine med meds pill pills shot everybody
+    mine yours dog cat which while now then there here also still just only really that's thats
     """.split()
 )
 _NAME_NEXT = frozenset(
@@ -321,6 +348,59 @@ class RulesExtractor(Extractor):
             mention.event_time = _event_time(state, sent)
             out.append(mention)
         out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
+        covered_spans = [(x.start - sent.start, x.end - sent.start) for x in out]
+        for m in _BODY_PAIN.finditer(sent.low):
+            if any(a < m.end() and m.start() < b for a, b in covered_spans if True) and any(
+                    x.category == MemoryCategory.SYMPTOM for x in out):
+                continue
+            part = m.group("part") or m.group("part2")
+            tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start()), 0)
+            res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+            name = f"{part.rstrip('s') if part not in ('knees', 'hips') else part[:-1]} pain"
+            mention = Mention(MemoryCategory.SYMPTOM, state.turn, sent, sent.start + m.start(), sent.start + m.end(),
+                              {"name": name, "term": m.group(0)}, res.subject, res.relation, res.assertion,
+                              confidence=0.6, turn_ids=[state.turn.id], name=name)
+            status = _stated_status(m.group(0), None)
+            if status:
+                mention.attributes["stated_status"] = status
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
+            break
+        if not any(x.category == MemoryCategory.CONDITION for x in out):
+            for m in _DIAGNOSED.finditer(sent.low):
+                name = m.group(2).strip()
+                if not name or name.split()[0] in _STOP_CONDITION:
+                    continue
+                tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(2)), 0)
+                res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+                mention = Mention(MemoryCategory.CONDITION, state.turn, sent, sent.start + m.start(2), sent.start + m.end(2),
+                                  {"name": name, "term": name, "stated_status": "diagnosed"}, res.subject, res.relation,
+                                  res.assertion, confidence=0.5, turn_ids=[state.turn.id], name=name)
+                mention.event_time = _event_time(state, sent)
+                state.candidates.append({"term": name, "suggestion": "", "kind": "condition", "score": 0.0, "admitted": True})
+                out.append(mention)
+                break
+        if not any(x.category == MemoryCategory.MEDICATION and not x.unresolved for x in out):
+            for m in _PRESCRIBED.finditer(sent.low):
+                drug = m.group(2)
+                if drug in _GENERIC_WORDS or drug in ctx.SELF_WORDS:
+                    continue
+                tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(2)), 0)
+                res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+                attrs = {"drug": drug, "drug_class": "", "action": "started", "unlisted": True}
+                if m.group(3):
+                    attrs["dose_text"] = m.group(3)
+                source = _source(sent.low, drug, res, state.turn)
+                if source:
+                    attrs["source"] = source
+                mention = Mention(MemoryCategory.MEDICATION, state.turn, sent, sent.start + m.start(2), sent.start + m.end(2),
+                                  attrs, res.subject, res.relation, res.assertion, confidence=0.45, turn_ids=[state.turn.id],
+                                  name=drug)
+                mention.event_time = _event_time(state, sent)
+                state.candidates.append({"term": drug, "suggestion": "", "kind": "drug", "score": 0.0, "admitted": False})
+                out = [x for x in out if not (x.category == MemoryCategory.MEDICATION and x.unresolved)]
+                out.append(mention)
+                break
         for m in _REMOVAL.finditer(sent.low):
             if any(x.category == MemoryCategory.PROCEDURE for x in out):
                 break
@@ -525,6 +605,15 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         nxt = words[i + 1] if i + 1 < len(words) else ""
         if word.endswith("'s") or nxt in _NAME_NEXT or prev in ctx.RELATIONS:
             out.add(i)
+    # chat often skips capitals: "darlene is on blood thinners", "bob takes metformin"
+    for i in range(len(words) - 1):
+        word = words[i]
+        if i in out or not word.isalpha() or len(word) < 3 or word in _NOT_A_PERSON or word in ctx.SELF_WORDS \
+                or word in ctx.OTHER_PRONOUNS or word in ctx.RELATIONS or word in ctx.CLINICIANS:
+            continue
+        tail = " ".join(words[i + 1 : i + 4])
+        if _PERSON_VERB.match(tail):
+            out.add(i)
     return out
 
 
@@ -594,7 +683,7 @@ def _after_more(words: list[str], idx: int) -> bool:
     return idx + 1 < len(words) and words[idx + 1] in ("more", "longer")
 
 
-def _stated_status(sentence: str, hit: Hit) -> str:
+def _stated_status(sentence: str, hit: Hit | None) -> str:
     for rx, status in _STATUS_WORDS:
         if rx.search(sentence):
             return status
@@ -939,7 +1028,11 @@ _ANSWER = re.compile(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|no|n
 def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
     """An answer to a follow-up question ("has that happened before?", "does your doctor know?") belongs to the
     previous patient turn's clinical memories: it joins their turns, and lends them its time if they had none."""
-    if coach_before is None or not _FOLLOW_UP_Q.search(coach_before.low):
+    if coach_before is None:
+        return
+    follow_up = _FOLLOW_UP_Q.search(coach_before.low) or (
+        "?" in coach_before.low and re.search(r"\b(that|it|this|those|they|them)\b", coach_before.low))
+    if not follow_up:
         return
     prev = _patient_neighbours(states, i, 1, 0)
     if not prev:
@@ -958,7 +1051,7 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
     if own_clinical or not earlier:
         return
     when = next((t for s in state.sentences if (t := resolve(state.turn.text[s.start : s.end], state.turn.at))), None)
-    if when is None and not _ANSWER.search(state.low):
+    if when is None and not _ANSWER.search(state.low) and len(state.low.split()) > 20:
         return
     for m in earlier:
         if state.turn.id not in m.turn_ids:
