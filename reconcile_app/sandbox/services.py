@@ -267,15 +267,24 @@ def sandbox_token_for_code(
         raise OAuthError("invalid_grant", "redirect_uri does not match the authorization request.")
     if not code_verifier or not secrets.compare_digest(_pkce_s256(code_verifier), row.code_challenge):
         raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge.")
-    if client_assertion:
-        _assertion_verify(client=row.client, assertion=client_assertion, token_url=token_url)
+    _client_authenticate(client=row.client, assertion=client_assertion, token_url=token_url)
     if not _claim_once(SandboxAuthCode, row.id):
         raise OAuthError("invalid_grant", "The authorization code was already used.")
     return _token_response(grant=_grant_of(row), fhir_base=fhir_base, nonce=row.nonce)
 
 
+def _client_authenticate(*, client: SandboxClient, assertion: str, token_url: str) -> None:
+    """Clients that registered a key are confidential: they must prove it on every grant. Public clients rely on PKCE."""
+    if client.jwk_public:
+        if not assertion:
+            raise OAuthError("invalid_client", "This client must authenticate with a client_assertion.", status=401)
+        _assertion_verify(client=client, assertion=assertion, token_url=token_url)
+
+
 @transaction.atomic
-def sandbox_token_refresh(*, refresh_token: str, client_id: str, fhir_base: str) -> dict[str, Any]:
+def sandbox_token_refresh(
+    *, refresh_token: str, client_id: str, fhir_base: str, client_assertion: str = "", token_url: str = ""
+) -> dict[str, Any]:
     row = (
         SandboxToken.objects.select_related("client")
         .filter(kind=SandboxToken.Kind.REFRESH, token_hash=_sha256(refresh_token)).first()
@@ -286,6 +295,7 @@ def sandbox_token_refresh(*, refresh_token: str, client_id: str, fhir_base: str)
         raise OAuthError("invalid_grant", "The refresh token has expired.")
     if client_id and client_id != row.client.client_id:
         raise OAuthError("invalid_grant", "The refresh token was issued to another client.")
+    _client_authenticate(client=row.client, assertion=client_assertion, token_url=token_url)
     if not _claim_once(SandboxToken, row.id):
         raise OAuthError("invalid_grant", "The refresh token was already used.")
     return _token_response(grant=_grant_of(row), fhir_base=fhir_base)

@@ -127,7 +127,10 @@ def token(request: HttpRequest) -> JsonResponse:
                 token_url=token_url,
             )
         elif data["grant_type"] == "refresh_token":
-            body = sandbox_token_refresh(refresh_token=data["refresh_token"], client_id=data["client_id"], fhir_base=base)
+            body = sandbox_token_refresh(
+                refresh_token=data["refresh_token"], client_id=data["client_id"], fhir_base=base,
+                client_assertion=data["client_assertion"], token_url=token_url,
+            )
         elif data["grant_type"] == "client_credentials":
             body = sandbox_token_for_client_credentials(
                 client_assertion_type=data["client_assertion_type"], client_assertion=data["client_assertion"],

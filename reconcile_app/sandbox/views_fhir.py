@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
@@ -22,6 +22,7 @@ READABLE_TYPES = (
     "Patient", "Practitioner", "Encounter", "Condition", "MedicationRequest", "MedicationStatement",
     "AllergyIntolerance", "Observation", "Procedure", "Immunization", "CarePlan", *CREATABLE_TYPES,
 )
+APPLIED_SEARCH_PARAMS = ("patient", "subject", "_id")
 SMART_CAPABILITIES = [
     "launch-ehr", "launch-standalone", "client-public", "client-confidential-asymmetric",
     "context-ehr-patient", "context-standalone-patient", "permission-v2", "permission-v1",
@@ -155,9 +156,13 @@ def resource_read(request: HttpRequest, resource_type: str, fhir_id: str) -> Htt
 
 
 def _page_url(request: HttpRequest, *, offset: int, count: int) -> str:
-    query = request.GET.copy()
-    query["_offset"] = str(offset)
+    # Links carry only the parameters the search applied, so a client can see any it ignored.
+    query = QueryDict(mutable=True)
+    for name in APPLIED_SEARCH_PARAMS:
+        if request.GET.get(name):
+            query[name] = request.GET[name]
     query["_count"] = str(count)
+    query["_offset"] = str(offset)
     return request.build_absolute_uri(request.path) + "?" + query.urlencode()
 
 

@@ -205,3 +205,22 @@ def test_unsupported_grant_type(client: Client, db: None) -> None:
     response = client.post("/sandbox/auth/token", {"grant_type": "password"})
     assert response.status_code == 400 and response.json()["error"] == "unsupported_grant_type"
     assert response["Cache-Control"] == "no-store"
+
+
+def test_confidential_client_must_authenticate_for_code_and_refresh(client: Client, sandbox_data: int) -> None:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = {**json.loads(RSAAlgorithm.to_jwk(private.public_key())), "kid": "k1"}
+    sandbox_client_register(client_id="reconcile-test", redirect_uris=[REDIRECT_URI], jwk_public=jwk,
+                            scopes="launch openid fhirUser offline_access patient/*.rs")
+    key = ("RS384", private)
+    launched = ehr_launch(client, exchange=False)
+    refused = exchange(client, launched.code, launched.verifier)
+    assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"
+    signed = assertion(key, iss="reconcile-test")
+    token = exchange(client, launched.code, launched.verifier,
+                     client_assertion_type="urn:ietf:params:oauth:client-assertion-type:jwt-bearer", client_assertion=signed)
+    assert token.status_code == 200, token.content
+    refresh = {"grant_type": "refresh_token", "refresh_token": token.json()["refresh_token"]}
+    assert client.post("/sandbox/auth/token", refresh).status_code == 401
+    renewed = client.post("/sandbox/auth/token", {**refresh, "client_assertion": assertion(key, iss="reconcile-test")})
+    assert renewed.status_code == 200 and renewed.json()["patient"] == "pat-a"

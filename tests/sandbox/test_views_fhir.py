@@ -156,3 +156,11 @@ def test_expired_access_token_is_refused(client: Client, patient_a_token: str) -
     response = client.get("/sandbox/fhir/Patient/pat-a", **bearer(patient_a_token))
     assert response.status_code == 401
     assert "expired" in response.json()["issue"][0]["diagnostics"]
+
+
+def test_links_carry_only_the_parameters_the_search_applied(client: Client, patient_a_token: str) -> None:
+    body = client.get("/sandbox/fhir/Observation", {"patient": "pat-a", "category": "laboratory", "_count": "5"},
+                      **bearer(patient_a_token)).json()
+    links = {link["relation"]: parse_qs(urlparse(link["url"]).query) for link in body["link"]}
+    assert links["self"] == {"patient": ["pat-a"], "_count": ["5"], "_offset": ["0"]}
+    assert links["next"]["_offset"] == ["5"]
