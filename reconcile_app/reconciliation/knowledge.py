@@ -74,6 +74,7 @@ class Vaccine:
     cvx: tuple[str, ...]
     live: bool
     source: str
+    indications: tuple[str, ...] = ()  # conditions that make it recommended (for what a reviewer looks at)
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,8 @@ class Knowledge:
     clause_breaks: tuple[str, ...]
     conditional_breaks: tuple[str, ...]
     idioms: tuple[str, ...]
+    soft_cues: tuple[str, ...]
+    excess: tuple[re.Pattern[str], ...]
     procedures: list[ProcedureConcept]
     sites: list[Site]
     smoking: dict[str, Any]
@@ -254,7 +257,7 @@ def load_knowledge() -> Knowledge:
     }
     drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]
     conditions = {r["id"]: Concept(r["id"], _t(r["terms"]), _t(r["loinc"]), _t(r.get("related")), r["source"], _t(r.get("purpose"))) for r in _load("conditions.json")}
-    vaccines = [Vaccine(r["id"], _t(r["terms"]), _t(r["cvx"]), bool(r["live"]), r["source"]) for r in _load("vaccines.json")]
+    vaccines = [Vaccine(r["id"], _t(r["terms"]), _t(r["cvx"]), bool(r["live"]), r["source"], _t(r.get("indications"))) for r in _load("vaccines.json")]
     measures = {
         r["kind"]: Measure(
             r["kind"], _t(r["loinc"]), _t(r["terms"]), _t(r["conditions"]), _t(r["careplan_terms"]),
@@ -280,6 +283,7 @@ def load_knowledge() -> Knowledge:
         interactions=interactions, red_flags=red_flags, allergens=allergens, therapies=therapies,
         activity_groups=groups, restriction_cues=_t(careplan["restriction_cues"]), clause_breaks=_t(careplan["clause_breaks"]),
         conditional_breaks=_t(careplan["conditional_breaks"]), idioms=_t(careplan["idioms"]),
+        soft_cues=_t(careplan["soft_cues"]), excess=tuple(re.compile(p) for p in careplan["excess_patterns"]),
         procedures=procedures, sites=sites, smoking=_load("smoking.json"),
     )
     terms: dict[str, Drug] = {}

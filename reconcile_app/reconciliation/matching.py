@@ -63,6 +63,8 @@ def _fuzzy_drug(token: str) -> Drug | None:
 def drugs_in_text(text: str, kb: Knowledge | None = None, *, fuzzy: bool = True) -> DrugMention:
     kb = kb or load_knowledge()
     normed = norm(text)
+    # plural brand/generic names ("Norcos", "Advils") name the same drug
+    normed = " " + " ".join(w[:-1] if w.endswith("s") and len(w) > 4 and not w.endswith("ss") else w for w in normed.split()) + " " + normed
     mention = DrugMention()
     consumed = normed
     for term, drug in kb.drug_terms:
@@ -220,6 +222,7 @@ class Restriction:
     careplan: ClinicalEntry
     text: str  # the restricting clause
     phrases: list[set[str]]  # each a set of words that must all appear in the memory
+    soft: bool = False  # "limit X": only an excess of X conflicts
 
 
 class RecordIndex:
@@ -371,10 +374,10 @@ class RecordIndex:
                 if entry.state != State.ACTIVE:
                     continue
                 for activity in careplan_activities(entry):
-                    for clause in _restricting_clauses(activity, self.kb):
+                    for cue, clause in _restricting_clauses(activity, self.kb):
                         phrases = _restriction_phrases(clause)
                         if phrases:
-                            self._restrictions.append(Restriction(entry, clause, phrases))
+                            self._restrictions.append(Restriction(entry, clause, phrases, soft=cue in self.kb.soft_cues))
         return self._restrictions
 
     # --- allergies ---
@@ -436,12 +439,15 @@ def _status_from_words(text: str) -> str:
     return ""
 
 
-def _restricting_clauses(text: str, kb: Knowledge) -> list[str]:
+def _restricting_clauses(text: str, kb: Knowledge) -> list[tuple[str, str]]:
     lowered = regex_text(text)
-    out = []
+    out: list[tuple[str, str]] = []
     for cue in kb.restriction_cues:
         start = lowered.find(cue)
         while start != -1:
+            if start > 0 and lowered[start - 1].isalnum():  # whole words only ("no " is not in "piano ")
+                start = lowered.find(cue, start + 1)
+                continue
             clause = lowered[start + len(cue):]
             # a restriction that only holds under a condition ("do not drive when drowsy") cannot be checked
             # against a memory: skip it rather than flag every mention of the activity
@@ -454,7 +460,7 @@ def _restricting_clauses(text: str, kb: Knowledge) -> list[str]:
                     cut = min(cut, idx)
             piece = clause[:cut].strip()
             if piece and not (conditional != -1 and conditional <= cut):
-                out.append(piece)
+                out.append((cue, piece))
             start = lowered.find(cue, start + 1)
     return out
 

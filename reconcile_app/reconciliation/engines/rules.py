@@ -58,12 +58,23 @@ _RESOLVED = re.compile(
 _DIAGNOSED = re.compile(r"\b(?:diagnos\w*|told me i (?:have|had|am)|said i (?:have|had|am|was)|found (?:out )?(?:that )?i (?:have|had)|i'?m \w+ now|now (?:have|i have)|turns out i have)\b")
 _TOLERATED = re.compile(
     r"\b(?:no (?:reaction|hives|rash|problems?|issues?|trouble|symptoms|swelling|itching)|without (?:any )?(?:reaction|problems?|issues?)|"
-    r"not allergic|outgr[eo]w\w*|fine with|tolerat\w*|didn'?t (?:react|break out|have (?:a|any) (?:reaction|problem))|nothing happened|zero reaction|was fine)\b"
+    r"not allergic|not even (?:a|an) (?:itch|rash|hive|reaction|bump)|outgr[eo]w\w*|fine with|tolerat\w*|didn'?t (?:react|break out|have (?:a|any) (?:reaction|problem))|nothing happened|zero reaction|was fine)\b"
 )
 _EXPOSURE = re.compile(r"\b(?:took|taking|gave me|prescribed|ate|eaten|eating|used|wore|wearing|stung|exposed)\b")
-_SURGERY = re.compile(r"\b(?:surgery|operation|operated|procedure|removed|repair\w*|fixed|biopsy|scope|injection|shot in (?:my|the))\b")
+_SURGERY = re.compile(
+    r"\b(?:surgery|surgeries|operation|operated|procedure|removed|repair\w*|fixed|biopsy|biopsied|scope|scoped|injection|shot in (?:my|the)|"
+    r"ablation|implant\w*|pacemaker|stitches|sutures|cast|transplant|replacement|replaced|scan|mri|x-?ray|ultrasound|echo|"
+    r"mammogram|endoscopy|colonoscopy|angiogram|cath\w*|stent\w*|lasik|laser)\b"
+)
 _PREGNANT = re.compile(r"\bpregnan\w*\b|\bexpecting (?:a baby|again)\b|\bmissed (?:my )?period\b")
 _REGULAR = re.compile(r"\b(?:every (?:day|morning|night|evening)|daily|twice a day|(?:\d+|one|two|three) (?:times|x) a (?:day|week)|each (?:day|morning|night)|nightly|weekly|for (?:a|about|like|\d+) (?:week|month)|since)\b")
+# someone else's use said in the third person ("his doctor started him on", "she's on blood thinners")
+_THIRD_PERSON = re.compile(
+    r"\b(?:started|put|switched|got) (?:him|her|them) on\b|\b(?:his|her|their) (?:\w+ ){0,2}(?:doctor|prescription|pills?|meds?|medicines?|insulin|inhaler|shots?)\b|"
+    r"\b(?:he|she|they)(?:'s|s| is| are| was| has| just)? (?:\w+ )?(?:on|taking|takes|uses|using|started|been taking|switched)\b"
+)
+_FIRST_PERSON_USE = re.compile(r"\b(?:i|i'm|im|i've|ive|me|my)\b (?:\w+ ){0,3}(?:take|taking|took|use|using|used|started|on|tried|had|have)\b|\bgave me\b|\bput me\b|\bstarted me\b")
+_HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 _OTC_CLASSES = {"acetaminophen", "antihistamine", "nsaid", "supplement", "iron", "ppi", "sleep_aid"}
 
 
@@ -100,6 +111,16 @@ class Context:
     kb: Knowledge
     session_text: str  # every patient quote of the session, for co-mentions (an explanation, a drug before a reaction)
     history: Sequence[MemoryDraft]
+    turn_text: dict[str, str] = field(default_factory=dict)  # a turn's patient text, rebuilt from its memories' quotes
+
+    def around(self, m: MemoryDraft) -> str:
+        """The memory's quote plus the rest of its turn(s): "its the water pill. so i quit it." spans two sentences."""
+        parts = [m.quote]
+        for turn_id in m.turn_ids:
+            text = self.turn_text.get(turn_id, "")
+            if text and text not in parts:
+                parts.append(text)
+        return " ".join(parts)
 
 
 def _citation(entry: ClinicalEntry) -> Citation:
@@ -148,8 +169,14 @@ class RulesReconciler(Reconciler):
         history: Sequence[MemoryDraft] = (),
     ) -> list[FindingDraft]:
         idx = RecordIndex(record, self.kb)
-        session_text = " ".join(m.quote for m in memories if m.subject == Subject.PATIENT)
-        ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history)
+        session_text = " ".join(dict.fromkeys(m.quote for m in memories if m.subject == Subject.PATIENT))
+        turn_quotes: dict[str, list[str]] = {}
+        for mem in memories:
+            quotes = turn_quotes.setdefault(mem.anchor_turn_id, [])
+            if mem.quote and mem.quote not in quotes:
+                quotes.append(mem.quote)
+        ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history,
+                      turn_text={t: " ".join(q) for t, q in turn_quotes.items()})
         return [self._finding(self._judge(m, ctx), m) for m in memories]
 
     def _finding(self, v: Verdict, memory: MemoryDraft) -> FindingDraft:
@@ -200,20 +227,46 @@ class RulesReconciler(Reconciler):
     # --- medications ---------------------------------------------------------------------------
 
     def _drug_mention(self, m: MemoryDraft) -> DrugMention:
-        named = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
-        mention = drugs_in_text(named, self.kb) if named else DrugMention()
-        if not mention:
-            mention = drugs_in_text(m.content, self.kb)
-        if not mention:
-            mention = drugs_in_text(m.quote, self.kb)
-        if not mention and _attr(m, "drug"):
-            mention.raw_names = {w for w in norm(_attr(m, "drug")).split() if len(w) >= 4 and w.isalpha()}
-        return mention
+        """The drug(s) the memory is about, grounded in the patient's own words.
 
-    def _action(self, m: MemoryDraft) -> str:
+        The extractor's attribute picks which drug of the quote is meant; a drug that the quote does not name
+        (an over-eager fuzzy match upstream, a continuation that carried a drug over) is not trusted.
+        """
+        grounded = drugs_in_text(m.quote, self.kb)
+        named_text = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
+        named = drugs_in_text(named_text, self.kb) if named_text else DrugMention()
+        if named:
+            drugs = [d for d in named.drugs if d in grounded.drugs]
+            classes = named.lay_classes & grounded.lay_classes
+            if drugs or classes:
+                return DrugMention(drugs=drugs, lay_classes=classes if not drugs else set())
+            if grounded and not _attr(m, "drug"):
+                return grounded
+            # the extractor resolved a lay name ("the hydro something", "water pill") to a drug: keep it when the
+            # quote names that drug's class or a prefix of it
+            quote = norm(m.quote)
+            for d in named.drugs:
+                if grounded.lay_classes & self.kb.drug_classes(d) or any(
+                    len(w) >= 4 and d.name.startswith(w) for w in quote.split()
+                ):
+                    return DrugMention(drugs=[d])
+            return DrugMention()
+        if grounded:
+            return grounded
+        drug = _attr(m, "drug")
+        if drug and f" {norm(drug).strip()} " in norm(m.quote):
+            return DrugMention(raw_names={w for w in norm(drug).split() if len(w) >= 4 and w.isalpha()})
+        return DrugMention()
+
+    def _action(self, m: MemoryDraft, ctx: Context | None = None) -> str:
         action = _attr(m, "action").lower()
         change = _attr(m, "dose_change").lower()
         quote = regex_text(m.quote)
+        if ctx is not None and action in ("", "taking"):
+            # a stop said about "it" in the next sentence of the same turn ("its the water pill. so i quit it.")
+            rest = regex_text(ctx.around(m))
+            if not _STOP.search(quote) and _STOP.search(rest) and re.search(r"\b(?:quit|stopped|stop|off) (?:it|them|that|those|taking it|taking them)\b", rest):
+                return "stopped"
         if m.assertion == Assertion.NEGATED and action in ("", "taking", "took_once"):
             action = "stopped"
         if action in ("changed_dose", "") or change:
@@ -253,11 +306,23 @@ class RulesReconciler(Reconciler):
                 out |= me.classes
         return out
 
-    def _mention_classes(self, mention: DrugMention) -> set[str]:
+    def _mention_classes(self, mention: DrugMention, class_text: str = "") -> set[str]:
         classes = set(mention.lay_classes)
         for d in mention.drugs:
             classes |= self.kb.drug_classes(d)
+        if not classes and class_text:
+            # a drug the tables do not know: the extractor's class words ("opioid analgesic") name a known class
+            normed = norm(class_text)
+            for cls in self.kb.classes.values():
+                if f" {norm(cls.label).strip()} " in normed or f" {cls.id.replace('_', ' ')} " in normed:
+                    classes |= self.kb.class_closure({cls.id})
         return classes
+
+    def _context_conditions(self, ctx: Context, text: str) -> list[ClinicalEntry]:
+        """Active conditions the patient's words point at: named concepts, or a body site ("for my knee")."""
+        found = ctx.idx.conditions_for(concepts_in_text(text, self.kb) - {"pain", "infection", "edema"})
+        found += [e for e in self._site_related(ctx, sites_in_text(text, self.kb)) if e.resource_type == "Condition"]
+        return found
 
     def _indications(self, ctx: Context, classes: set[str], text: str = "") -> list[ClinicalEntry]:
         concepts: set[str] = set()
@@ -319,15 +384,17 @@ class RulesReconciler(Reconciler):
 
     def _medication(self, m: MemoryDraft, ctx: Context) -> Verdict:
         quote = regex_text(m.quote)
+        if _THIRD_PERSON.search(quote) and not _FIRST_PERSON_USE.search(quote):
+            return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
         mention = self._drug_mention(m)
         if not mention:
             procedure = self._procedure_like(m, ctx)
             if procedure is not None:
                 return procedure
             return Verdict(NCR, Cat.MEDICATION, "med-unnamed", explanation="No drug could be identified.")
-        action = self._action(m)
+        action = self._action(m, ctx)
         match = ctx.idx.match_meds(mention)
-        classes = self._mention_classes(mention) | self._entry_classes(ctx, match.active + match.historical + match.error)
+        classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
         label = ", ".join(sorted(mention.names))[:60] or "this medicine"
 
         # a red flag in the same breath (rescue inhaler many times a day) outranks a plain agreement
@@ -395,6 +462,7 @@ class RulesReconciler(Reconciler):
                         f"Patient reports taking {label} ({who}); the record has no entry for it.")
             v.cite(*ctx.idx.meds_sharing_ingredient(mention.drugs))
             v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:3])
+            v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:2])
         for sev, safe, why, partners in interactions:
             v.raise_to(sev, safe)
             v.cite(*partners[:3])
@@ -447,7 +515,10 @@ class RulesReconciler(Reconciler):
         hits = ctx.idx.allergy_matches(allergen_ids, mention.drugs)
         active = [ae.entry for ae in hits if ae.entry.state == State.ACTIVE]
         inactive = [ae.entry for ae in hits if ae.entry.state == State.INACTIVE]
-        tolerated = m.assertion == Assertion.NEGATED or bool(_TOLERATED.search(quote))
+        stated = _attr(m, "stated_status").lower()
+        reaction = _attr(m, "reaction").lower()
+        tolerated = (m.assertion == Assertion.NEGATED or stated in ("tolerated", "resolved") or reaction in ("none", "no reaction", "no")
+                     or bool(_TOLERATED.search(quote)))
         if m.assertion == Assertion.HISTORICAL and not tolerated:
             if active or inactive:
                 return Verdict(AGREE, Cat.ALLERGY, "allergy-historical-known", explanation="The allergy is in the record.").cite(*(active or inactive))
@@ -529,9 +600,14 @@ class RulesReconciler(Reconciler):
         name = _attr(m, "name")
         status = _attr(m, "stated_status").lower()
         quote = regex_text(m.quote)
-        concepts = concepts_in_text(name, self.kb) if name else set()
-        if not concepts:
-            concepts = concepts_in_text(m.content, self.kb) or concepts_in_text(m.quote, self.kb)
+        if procedures_in_text(m.quote, self.kb) and _SURGERY.search(quote) and m.assertion != Assertion.NEGATED:
+            return self._procedure(m, ctx)  # "got my deviated septum fixed" is a procedure, whatever the extractor called it
+        grounded = concepts_in_text(m.quote, self.kb)
+        named = concepts_in_text(name, self.kb) if name else set()
+        # the named concept must be in the patient's words (an abbreviation like "mi" for miles is not a heart attack)
+        concepts = (named & grounded) or (grounded if not named else set())
+        if named and not concepts and name and f" {norm(name).strip()} " in norm(m.quote):
+            concepts = named
         concepts -= {"pregnancy"}
         stage = stage_of(name or m.content) or stage_of(m.quote)
         matches = ctx.idx.match_condition(concepts, content_words(name) if name else set())
@@ -569,9 +645,21 @@ class RulesReconciler(Reconciler):
 
         if active:
             return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation=f"Record lists {_short(active[0].entry)} as active.").cite(*(ce.entry for ce in active))
+        diagnosed = status in ("diagnosed", "new") or bool(_DIAGNOSED.search(quote))
+        if m.category == "condition" and not concepts and diagnosed and _grounded_term(m):
+            term = _grounded_term(m)
+            words = content_words(term) | content_words(name)
+            same = [ce for ce in ctx.idx.conditions if ce.words & words and ce.entry.state in (State.ACTIVE, State.HISTORICAL)]
+            if any(ce.entry.state == State.ACTIVE for ce in same):
+                return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation="The condition is in the record.").cite(*(ce.entry for ce in same))
+            v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
+                        f"Patient reports a new diagnosis ({term}) that the record does not list.")
+            v.cite(*(ce.entry for ce in same))
+            v.cite(*self._context_conditions(ctx, ctx.around(m))[:2])
+            v.cite(*self._site_related(ctx, sites_in_text(ctx.around(m), self.kb)))
+            return v
         if m.category == "symptom" or not concepts:
             return Verdict(NCR, Cat.CONDITION, "symptom-unflagged", explanation="A symptom without red-flag features; nothing to reconcile.")
-        diagnosed = status in ("diagnosed", "new") or bool(_DIAGNOSED.search(quote))
         labels = ", ".join(sorted(self.kb.conditions[c].terms[0] for c in concepts if c in self.kb.conditions))
         if error:
             v = Verdict(GAP, Cat.CONDITION, f"{ERROR_RULE_PREFIX}condition-only-entry", Severity.MEDIUM, False,
@@ -680,7 +768,12 @@ class RulesReconciler(Reconciler):
             if p.id in ids:
                 sites |= set(p.sites)
         matches = [e for e, pids, _ in ctx.idx.procedures if pids & ids and e.state == State.ACTIVE]
-        if not ids and not _SURGERY.search(regex_text(text)):
+        term = _grounded_term(m) if m.category == "procedure" else ""
+        if not ids and term:
+            # a procedure the tables do not know: match record procedures on the extractor's grounded words
+            words = content_words(term) | content_words(name)
+            matches = [e for e, _, _ in ctx.idx.procedures if e.state == State.ACTIVE and content_words(e.display) & words]
+        if not ids and not term and not _SURGERY.search(regex_text(m.quote)):
             return Verdict(NCR, Cat.PROCEDURE, "procedure-unnamed", explanation="No procedure identified.")
         if m.assertion == Assertion.NEGATED:
             if matches:
@@ -699,7 +792,8 @@ class RulesReconciler(Reconciler):
                     f"Patient reports a procedure ({name or ', '.join(sorted(ids)) or 'surgery'}) that the record does not document"
                     + (f"; last recorded {_short(matches[0])} on {matches[0].date[:10]}." if matches else "."))
         v.cite(*sorted(matches, key=lambda e: e.date, reverse=True)[:2])
-        v.cite(*self._site_related(ctx, sites))
+        v.cite(*self._site_related(ctx, sites | sites_in_text(ctx.around(m), self.kb)))
+        v.cite(*self._context_conditions(ctx, ctx.around(m))[:1])
         return v
 
     def _site_related(self, ctx: Context, sites: set[str]) -> list[ClinicalEntry]:
@@ -744,6 +838,12 @@ class RulesReconciler(Reconciler):
         v = Verdict(GAP, Cat.IMMUNIZATION, "vaccine-outside-dose", Severity.LOW, False,
                     f"Patient reports a {label} vaccine dose the record does not show" + (f"; latest recorded {doses[0].date[:10]}." if doses else "."))
         v.cite(*doses[:2])
+        if not doses:
+            # a first dose of a family: the conditions that make it recommended are what the reviewer checks
+            indications = {c for vac in self.kb.vaccines if vac.id in families for c in vac.indications}
+            v.cite(*ctx.idx.conditions_for(indications)[:2])
+            if not v.cites:
+                v.cite(*sorted((e for e, _ in ctx.idx.vaccines if e.state == State.ACTIVE), key=lambda e: e.date, reverse=True)[:1])
         for sev, safe, why, partners in self._interactions(ctx, set(), [], live_vaccine=live):
             v.raise_to(sev, safe)
             v.cite(*partners[:2])
@@ -755,10 +855,13 @@ class RulesReconciler(Reconciler):
     def _restriction_hit(self, m: MemoryDraft, ctx: Context) -> tuple[ClinicalEntry, str] | None:
         if m.assertion != Assertion.AFFIRMED:
             return None
-        words = stems(expand_activity_words(" ".join([_attr(m, "name", "drug"), m.content, m.quote]), self.kb))
+        words = stems(expand_activity_words(m.quote, self.kb))
         if _STOP.search(regex_text(m.quote)):
             return None
+        quote = regex_text(m.quote)
         for restriction in ctx.idx.restrictions():
+            if restriction.soft and not any(p.search(quote) for p in self.kb.excess):
+                continue  # "limit alcohol": a drink is not a conflict, a habit of several is
             for phrase in restriction.phrases:
                 if stems(phrase) <= words:
                     return restriction.careplan, restriction.text
@@ -775,6 +878,8 @@ class RulesReconciler(Reconciler):
                 conds = ctx.idx.conditions_for(set(therapy.conditions))
                 if not plans and not conds:
                     continue
+                if SEVERITY_RANK[therapy.severity] < SEVERITY_RANK[Severity.MEDIUM] and _HEDGED.search(quote):
+                    continue  # "kinda stopped my PT exercises": coaching material, not a care-plan conflict
                 v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-therapy-abandoned-{therapy.id}", therapy.severity, therapy.safety,
                             f"Care plan includes {therapy.terms[0]}; patient reports stopping it ({therapy.why}).")
                 v.cite(*plans, *conds)
@@ -855,6 +960,20 @@ class RulesReconciler(Reconciler):
 
 
 # --- small pure helpers -----------------------------------------------------------------------------
+
+
+def _grounded_term(m: MemoryDraft) -> str:
+    """The extractor's surface term for the memory's thing, if it really is in the quote."""
+    quote = norm(m.quote)
+    for candidate in [_attr(m, "term"), *(_lexicon_surface(m))]:
+        if candidate and len(candidate) >= 3 and f" {norm(candidate).strip()} " in quote:
+            return candidate
+    return ""
+
+
+def _lexicon_surface(m: MemoryDraft) -> list[str]:
+    hits = m.attributes.get("lexicon") or []
+    return [str(h.get("term") or "") for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
 
 
 def careplan_title(entry: ClinicalEntry) -> str:
