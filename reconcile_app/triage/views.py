@@ -26,6 +26,7 @@ from .access import launched_patient_pk, triage_item_get_for_user, writeback_get
 from .charts import ratio_bars, stacked_bars
 from .forms import STATUS_CHOICES, AssignForm, BulkForm, DecisionForm, DismissForm, NoteForm, QueueFilterForm, RoutingRuleForm
 from .models import RoutingRule, TriageAlert, TriageItem
+from .presenters import queue_rows
 
 STAFF = (Role.NURSE, Role.ADMIN)
 ALL = (Role.NURSE, Role.ADMIN, Role.CLINICIAN)
@@ -52,7 +53,7 @@ def queue(request: AppHttpRequest) -> HttpResponse:
     counts = selectors.triage_queue_counts(filters=filters, user=request.user)
     audit_record(request=request, action="triage.queue_view", details={"rows": len(page.items), "filtered": bool(request.GET)})
     context = {
-        "form": form, "filters": filters, "page": page, "counts": counts,
+        "form": form, "filters": filters, "page": page, "counts": counts, "rows": queue_rows(page.items, now=timezone.now()),
         "next_query": _query_with(request, after=page.next_cursor) if page.next_cursor else "",
         "first_query": _query_with(request, after=None) if filters.get("after") else "",
         "alerts": selectors.alerts_open(), "bulk_form": BulkForm(), "now_value": timezone.now(),

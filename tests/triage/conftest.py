@@ -1,4 +1,5 @@
-"""Triage fixtures: eager Celery that retries in place like a worker."""
+"""Triage fixtures: Celery runs tasks in-process here (these tests are about triage, not the broker;
+the worker path is covered by the pipeline's `services` tests)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,8 +7,20 @@ from collections.abc import Iterator
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _eager_tasks() -> Iterator[None]:
+    from config.celery_app import app
+
+    old = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = old
+
+
 @pytest.fixture
-def eager_retries() -> Iterator[None]:
+def eager_retries(_eager_tasks: None) -> Iterator[None]:
     """Eager tasks re-run their retries in place only when errors do not propagate (as on a worker)."""
     from config.celery_app import app
 
