@@ -57,7 +57,14 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     ("have to get", HYPOTHETICAL, FWD, 6), ("gotta get", HYPOTHETICAL, FWD, 6), ("supposed to start", HYPOTHETICAL, FWD, 6),
     ("not yet", HYPOTHETICAL, BWD, 12), ("next week", HYPOTHETICAL, BWD, 8), ("next month", HYPOTHETICAL, BWD, 8),
     ("tomorrow", HYPOTHETICAL, BWD, 8), ("let me come off", HYPOTHETICAL, FWD, 8), ("scheduled", HYPOTHETICAL, BOTH, 8),
-    ("due for", HYPOTHETICAL, FWD, 6),
+    ("due for", HYPOTHETICAL, FWD, 6), ("mentioned", HYPOTHETICAL, FWD, 10), ("brought up", HYPOTHETICAL, FWD, 10),
+    ("discussed", HYPOTHETICAL, FWD, 10), ("offered", HYPOTHETICAL, FWD, 8), ("option", HYPOTHETICAL, BOTH, 8),
+    ("might start", HYPOTHETICAL, FWD, 8), ("may start", HYPOTHETICAL, FWD, 8), ("wants to start", HYPOTHETICAL, FWD, 8),
+    ("wants to put me on", HYPOTHETICAL, FWD, 8), ("if needed", HYPOTHETICAL, BWD, 8), ("we'll see", HYPOTHETICAL, BOTH, 10),
+    ("well see", HYPOTHETICAL, BOTH, 10), ("or else", HYPOTHETICAL, FWD, 8), ("otherwise", HYPOTHETICAL, FWD, 8),
+    ("worried about", HYPOTHETICAL, FWD, 6), ("afraid of", HYPOTHETICAL, FWD, 6), ("scared of", HYPOTHETICAL, FWD, 6),
+    ("risk of", HYPOTHETICAL, FWD, 5), ("to prevent", HYPOTHETICAL, FWD, 5), ("prevent", HYPOTHETICAL, FWD, 5),
+    ("anymore", NEGATED, BWD, 6),
     # historical
     ("used to", HISTORICAL, FWD, 8), ("use to", HISTORICAL, FWD, 8), ("years ago", HISTORICAL, BWD, 10),
     ("decades ago", HISTORICAL, BWD, 10), ("as a kid", HISTORICAL, BOTH, 10), ("as a child", HISTORICAL, BOTH, 10),
@@ -103,7 +110,9 @@ RELATIONS = frozenset(
     in-laws inlaws mother-in-law father-in-law sister-in-law brother-in-law son-in-law daughter-in-law stepdad
     stepmom stepson stepdaughter friend friends buddy bff neighbor neighbour neighbors roommate roommates
     coworker co-worker coworkers boss colleague resident residents client clients classmate teammate dog cat
-    guy lady man woman girl boy people everyone everybody someone somebody family
+    guy lady man woman girl boy people everyone everybody someone somebody family grandbaby grandbabies bestie ex
+    twin youngest oldest pastor sponsor landlord teacher stepfather stepmother stepsister stepbrother hubs wifey ma pa
+    gf bf bro sis mil fil
     """.split()
 )
 OTHER_PRONOUNS = frozenset("he she him his her hers hes shes he's she's himself herself".split())
@@ -190,8 +199,9 @@ def _blocked(words: list[str], i: int, size: int, key: tuple[str, ...]) -> bool:
         return True
     if key == ("no",) and nxt in {"matter", "way", "idea", "one", "joke", "clue", "thanks"}:
         return True
-    if key == ("if",) and nxt in {"that's", "thats", "you", "anything"}:
-        return True
+    if key == ("if",) and (nxt in {"that's", "thats", "you", "anything"} or
+                           (i > 0 and words[i - 1] in {"sure", "know", "wonder", "wondering", "remember", "recall", "unsure"})):
+        return True  # "not sure if I took it" is uncertainty, found by its own trigger
     if key == ("since",):
         return True
     if key == ("ill",) and nxt not in _ILL_VERBS:

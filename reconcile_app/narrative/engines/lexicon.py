@@ -39,7 +39,7 @@ STOPWORDS = frozenset(
     no not never none nothing yes yeah ok okay lol lmao omg idk tbh btw fyi pls thx ty np imo ngl
     caps cap sits sit hops oats flours flour mops modus sone lats vals tris cloves aloe sulfur talen cobre eisen
     hierro kupfer titane cuivre pulsar tetris silverado colgate diamonds camila angelica rela agit caju cera ches
-    copal boldo dona gana zyma teta xepi mentol snares yeasts orexin titin sulp ogen tums pecans lindan tensin
+    copal boldo dona gana zyma teta xepi mentol snares yeasts orexin titin sulp ogen pecans lindan tensin
     fargo mirena lamins trim mars alli plan help may june april august march will can cant wont dont
     well good fine great better worse best bad sick pill pills shot shots pen pens med meds medicine
     cold fall falls fell hurt hurts sore tired fat thin dry wet hot warm
@@ -186,6 +186,8 @@ class Lexicon:
                 entries = self._lookup(key, overlay)
                 if entries is None and size == 1:
                     entries = self._lookup_variants(words[i], overlay)
+                elif entries is None and words[i + size - 1].endswith("s") and len(words[i + size - 1]) > 4:
+                    entries = self._lookup(key[:-1], overlay)  # "yeast infections", "flu shots"
                 if entries:
                     found = (size, entries)
                     break

@@ -61,6 +61,19 @@ _TOBACCO_RATE = re.compile(r"\b(\d{1,2})\s*(?:-|to)?\s*(\d{1,2})?\s+(?:a|per)\s+
 _QUAL = r"(high|low|up|down|elevated|through the roof|all over the place|crazy|nuts|out of control|running high|running low|sky high|dropping|bottoming out)"
 _SUGAR_WORDS = re.compile(r"\b(blood sugars?|sugars?|glucose|sugar levels?|sugar numbers?)\b[^.!?\d]{0,30}?\b" + _QUAL + r"\b")
 _PRESSURE_WORDS = re.compile(r"\b(blood pressure|bp|pressure)\b[^.!?\d]{0,30}?\b" + _QUAL + r"\b")
+_PAIN_SCORE = re.compile(r"\b(?:pain|it|hurts?|ache)\b[^.!?]{0,20}?\b(?:is |was |like |at |about |a )*(\d{1,2})\s*(?:/\s*10|out of (?:10|ten))")
+_ALCOHOL = re.compile(
+    r"\b(?P<n>\d{1,2}(?:\s*(?:-|to)\s*\d{1,2})?|a few|few|a couple(?: of)?|couple(?: of)?|several)\s+"
+    r"(?:beers?|drinks?|glasses of wine|glasses|shots of \w+|cocktails?|margaritas?|seltzers?)\b"
+    r"(?:\s+(?:a|per|every)\s+(?P<per>day|night|week|weekend))?")
+_LAB_NAMES = {"ldl": "ldl", "hdl": "hdl", "cholesterol": "cholesterol", "triglycerides": "triglycerides", "potassium": "potassium",
+              "sodium": "sodium", "creatinine": "creatinine", "egfr": "egfr", "gfr": "egfr", "tsh": "tsh", "hemoglobin": "hemoglobin",
+              "hgb": "hemoglobin", "platelets": "platelets", "psa": "psa", "ferritin": "ferritin", "b12": "b12", "vitamin d": "vitamin d",
+              "kidney function": "egfr", "white count": "wbc", "wbc": "wbc", "iron": "iron"}
+_LAB = re.compile(r"\b(ldl|hdl|cholesterol|triglycerides|potassium|sodium|creatinine|egfr|gfr|tsh|hemoglobin|hgb|platelets|psa|"
+                  r"ferritin|b12|vitamin d|kidney function|white count|wbc|iron)\b(?: level| levels| number| count)?[^.!?\d]{0,20}?"
+                  r"(\d{1,4}(?:\.\d{1,2})?)(?!\s*(?:mg\b|mcg|pills?|tabs?|times|days|weeks))")
+_PEAK_FLOW = re.compile(r"\bpeak flow\b\D{0,15}?(\d{2,3})\b")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|dinamap|kiosk)\b")
 _CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
@@ -139,6 +152,22 @@ def find_measurements(low: str) -> list[Measurement]:
             claim(Measurement("temperature", v, m.start(), m.end(), unit=unit, setting=setting))
     _glucose(low, setting, free, claim)
     _tobacco(low, free, claim)
+    for m in _PAIN_SCORE.finditer(low):
+        v = float(m.group(1))
+        if 0 <= v <= 10 and free(m.start(1), m.end(1)):
+            claim(Measurement("pain_score", v, m.start(), m.end(), unit="{score}/10"))
+    for m in _ALCOHOL.finditer(low):
+        if free(m.start(), m.end()):
+            nums = re.findall(r"\d{1,2}", m.group("n") or "")
+            value = float(nums[-1]) if nums else (3.0 if (m.group("n") or "").strip() in ("a few", "few") else
+                                                     2.0 if "couple" in (m.group("n") or "") else None)
+            claim(Measurement("alcohol_use", value, m.start(), m.end(), unit="drinks/" + (m.group("per") or "occasion")))
+    for m in _LAB.finditer(low):
+        if free(m.start(2), m.end(2)):
+            claim(Measurement("lab:" + _LAB_NAMES.get(m.group(1), m.group(1)), float(m.group(2)), m.start(), m.end(), setting=setting))
+    for m in _PEAK_FLOW.finditer(low):
+        if free(m.start(1), m.end(1)):
+            claim(Measurement("peak_flow", float(m.group(1)), m.start(), m.end(), unit="L/min"))
     for kind, rx in (("glucose", _SUGAR_WORDS), ("blood_pressure", _PRESSURE_WORDS)):
         if any(f.kind == kind for f in found):
             continue

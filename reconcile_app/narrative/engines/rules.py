@@ -134,6 +134,19 @@ _GENERIC_WORDS = frozenset(
     "pill pills medicine medication med meds shot shots injection pen tablet tablets prescription something stuff new "
     "different another higher lower bigger smaller dose generic brand walking exercise diet water every daily more less "
     "it them that those these".split())
+_PROC_NOUN = re.compile(
+    r"\b(?:[a-z]+ ){0,2}?(?:surgery|scan|biopsy|repair|removal|replacement|exam|study|screening|ultrasound|x-?ray|mri|"
+    r"procedure|operation|transplant|implant|fusion|reconstruction|scope|cath|catheterization|endoscopy|colonoscopy|"
+    r"mammogram|angiogram|echocardiogram|ekg|ecg|eeg|emg|stress test|pap smear|injection)s?\b")
+_VACCINE_NAMES = r"flu|covid(?:-19)?|shingles|pneumonia|tetanus|tdap|rsv|hep(?:atitis)? [ab]|hpv|whooping cough|mmr|polio|meningitis|chickenpox|measles"
+_VACCINE_LIST = re.compile(r"\b((?:(?:" + _VACCINE_NAMES + r")(?:,\s*|\s+(?:and|&|plus)\s+|\s+)){1,4})(?:shots?|vaccines?|vaccinations?|boosters?|jabs?)\b")
+_VACCINE_CANON = {"flu": "influenza vaccine", "covid": "covid-19 vaccine", "covid-19": "covid-19 vaccine", "shingles": "zoster vaccine",
+                  "pneumonia": "pneumococcal vaccine", "tetanus": "tdap/td vaccine", "tdap": "tdap/td vaccine", "rsv": "rsv vaccine",
+                  "hep": "hepatitis vaccine", "hepatitis": "hepatitis vaccine", "hpv": "hpv vaccine", "whooping": "pertussis vaccine",
+                  "mmr": "mmr vaccine", "polio": "polio vaccine", "meningitis": "meningococcal vaccine", "chickenpox": "varicella vaccine",
+                  "measles": "mmr vaccine"}
+_ALLERGIC_TO = re.compile(r"\b(?:allergic to|allergy to|allergies to|reaction to|react to|sensitive to|intolerant to|intolerant of)\s+"
+                          r"(?:the |my |that |those |these |all |any )?([a-z][a-z'\- ]{1,30}?)(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|too|now|anymore|again|either|though|lol)\b)")
 _REMOVAL = re.compile(
     r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
     r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
@@ -257,6 +270,7 @@ class RulesExtractor(Extractor):
                 sent.hits = lex.match(sent.low, sent.tokens, overlay)
             return state
         clinician_context = _clinician_context(previous)
+        carry = _asked_about_other(previous)
         state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
         measurements = find_measurements(low)
         for sent in sentences:
@@ -279,6 +293,12 @@ class RulesExtractor(Extractor):
             triggers = ctx.find_assertion_triggers(words)
             skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
             people = ctx.find_people(words, names, clinician_context, skip=skip)
+            if carry and not any(p.kind in ("self", "other", "owner") for p in people):
+                # a fragment right after a sentence about someone else ("My brother had bypass surgery. Five of them!")
+                people = [ctx.Person(-1, "other", carry)] + people
+            elif carry and people and people[0].kind in ("clinician",) and not any(p.kind == "self" for p in people):
+                people = [ctx.Person(-1, "other", carry)] + people
+            carry = _carry_after(people, carry)
             sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
             state.mentions.extend(self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex))
         self._coaching_mentions(state)
@@ -294,6 +314,10 @@ class RulesExtractor(Extractor):
             kind = entry.kind
             if kind == "allergen" and not allergy_cue:
                 continue
+            if kind == "care" and hit.tok_end < len(words) and words[hit.tok_end] in ("high", "low", "out", "late", "behind", "around", "errands"):
+                continue  # "running high", "ran out": not exercise
+            if any(m.category == _KIND_CATEGORY.get(kind, "allergy") and m.name == entry.canonical for m in out):
+                continue  # one memory per thing per sentence
             if kind == "drug_class" and named_drug and entry.canonical in ("inhaler", "antibiotic"):
                 continue  # "the flovent inhaler": the named drug carries it
             res = ctx.assess(words, hit.tok_start, hit.tok_end, triggers=triggers, people=people)
@@ -350,10 +374,18 @@ class RulesExtractor(Extractor):
         out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
         covered_spans = [(x.start - sent.start, x.end - sent.start) for x in out]
         for m in _BODY_PAIN.finditer(sent.low):
-            if any(a < m.end() and m.start() < b for a, b in covered_spans if True) and any(
+            part = m.group("part") or m.group("part2")
+            generic = [x for x in out if x.category == MemoryCategory.SYMPTOM and x.name in ("pain", "swelling", "stiffness")
+                       and x.start < sent.start + m.end() and sent.start + m.start() < x.end]
+            if generic:
+                pname = f"{part} {generic[0].name}"
+                generic[0].name = pname
+                generic[0].attributes["name"] = pname
+                generic[0].attributes["body_site"] = part
+                break
+            if any(a < m.end() and m.start() < b for a, b in covered_spans) and any(
                     x.category == MemoryCategory.SYMPTOM for x in out):
                 continue
-            part = m.group("part") or m.group("part2")
             tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start()), 0)
             res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
             name = f"{part.rstrip('s') if part not in ('knees', 'hips') else part[:-1]} pain"
@@ -401,6 +433,54 @@ class RulesExtractor(Extractor):
                 out = [x for x in out if not (x.category == MemoryCategory.MEDICATION and x.unresolved)]
                 out.append(mention)
                 break
+        if not any(x.category == MemoryCategory.PROCEDURE for x in out):
+            for m in _PROC_NOUN.finditer(sent.low):
+                name = m.group(0).strip()
+                if name.split()[0] in _STOP_CONDITION or any(x.start <= sent.start + m.start() < x.end for x in out if x.category == MemoryCategory.IMMUNIZATION):
+                    continue
+                tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start()), 0)
+                res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+                mention = Mention(MemoryCategory.PROCEDURE, state.turn, sent, sent.start + m.start(), sent.start + m.end(),
+                                  {"name": name, "term": name}, res.subject, res.relation, res.assertion, confidence=0.5,
+                                  turn_ids=[state.turn.id], name=name)
+                where = _WHERE.search(sent.low)
+                if where:
+                    mention.attributes["where"] = where.group(1).strip()
+                mention.event_time = _event_time(state, sent)
+                out.append(mention)
+                break
+        for m in _VACCINE_LIST.finditer(sent.low):
+            for part in re.findall(_VACCINE_NAMES, m.group(1)):
+                name = _VACCINE_CANON.get(part.split()[0], part) if part else part
+                if any(x.category == MemoryCategory.IMMUNIZATION and x.name == name for x in out):
+                    continue
+                tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start()), 0)
+                res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+                mention = Mention(MemoryCategory.IMMUNIZATION, state.turn, sent, sent.start + m.start(), sent.start + m.end(),
+                                  {"name": name, "term": m.group(0)}, res.subject, res.relation, res.assertion, confidence=0.6,
+                                  turn_ids=[state.turn.id], name=name)
+                where = _WHERE.search(sent.low)
+                if where:
+                    mention.attributes["where"] = where.group(1).strip()
+                mention.event_time = _event_time(state, sent)
+                out = [x for x in out if not (x.category == MemoryCategory.CONDITION and x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
+                                              and x.start >= sent.start + m.start() and x.end <= sent.start + m.end())]
+                out.append(mention)
+        if _ALLERGY_CLAIM.search(sent.low) and not any(x.category == MemoryCategory.ALLERGY for x in out):
+            m = _ALLERGIC_TO.search(sent.low)
+            if m:
+                substance = m.group(1).strip()
+                drug_here = next((x for x in out if x.category == MemoryCategory.MEDICATION and x.attributes.get("drug")), None)
+                if drug_here is not None and drug_here.start >= sent.start + m.start(1):
+                    substance = drug_here.attributes["drug"]
+                if substance.split()[0] not in _STOP_CONDITION:
+                    tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(1)), 0)
+                    res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+                    mention = Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start + m.start(1), sent.start + m.end(1),
+                                      {}, res.subject, res.relation, res.assertion, confidence=0.55, turn_ids=[state.turn.id])
+                    self._allergy_claim(mention, Entry("allergen", substance, "rules"), sent)
+                    mention.event_time = _event_time(state, sent)
+                    out.append(mention)
         for m in _REMOVAL.finditer(sent.low):
             if any(x.category == MemoryCategory.PROCEDURE for x in out):
                 break
@@ -589,12 +669,36 @@ def _clinician_context(previous: list[TurnState]) -> bool:
     return False
 
 
+_YOUR_RELATION = re.compile(r"\b(?:your|ur)\s+(" + "|".join(sorted(ctx.RELATIONS, key=len, reverse=True)) + r")\b")
+
+
+def _asked_about_other(previous: list[TurnState]) -> str:
+    """The coach's last question was about someone else ("How's your husband doing?"): the answer starts there."""
+    if not previous or previous[-1].turn.speaker == "patient":
+        return ""
+    m = _YOUR_RELATION.search(previous[-1].low)
+    return m.group(1) if m and "?" in previous[-1].low else ""
+
+
+def _carry_after(people: list, carry: str) -> str:
+    """The experiencer a following fragment inherits: the last other person, unless the patient spoke of themself."""
+    if not people:
+        return carry
+    last = [p for p in people if p.kind in ("self", "other", "owner")]
+    if not last:
+        return carry
+    if any(p.kind == "self" for p in last):
+        return ""
+    return last[-1].relation or carry
+
+
 def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
     """Token indexes of capitalised person names ("Gary wants...", "Hector's", "my sister Deb")."""
     out: set[int] = set()
     for i, (word, s, _) in enumerate(sent.tokens):
         pos = sent.start + s
-        if pos >= len(text) or not text[pos].isupper() or word in _CAPITAL_NOT_NAME:
+        if pos >= len(text) or not text[pos].isupper() or word in _CAPITAL_NOT_NAME or word in ctx.OTHER_PRONOUNS \
+                or word in ctx.SELF_WORDS:
             continue
         raw = text[pos : pos + len(word)]
         if raw.isupper() and len(raw) > 1:
@@ -989,6 +1093,15 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
     substance = exposure.attributes.get("drug") or exposure.attributes.get("substance") or exposure.name
     if not substance:
         return
+    existing = next((m for m in state.mentions if m.category == MemoryCategory.ALLERGY and m.name == substance
+                     and m.assertion == Assertion.AFFIRMED and m.subject == Subject.PATIENT), None)
+    if existing is not None:
+        if reactions or lips:  # the claim is already there: enrich it with the reaction and the exposure turn
+            names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set()))
+            existing.attributes["reaction"] = ", ".join(names)
+        if exp_state is not state and exp_state.turn.id not in existing.turn_ids:
+            existing.turn_ids.append(exp_state.turn.id)
+        return
     if reactions or lips:
         names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set()))
         attrs = {"substance": substance, "reaction": ", ".join(names), "stated_status": "new", "inferred": True}
@@ -1028,12 +1141,9 @@ _ANSWER = re.compile(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|no|n
 def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
     """An answer to a follow-up question ("has that happened before?", "does your doctor know?") belongs to the
     previous patient turn's clinical memories: it joins their turns, and lends them its time if they had none."""
-    if coach_before is None:
+    if coach_before is None or "?" not in coach_before.low:
         return
-    follow_up = _FOLLOW_UP_Q.search(coach_before.low) or (
-        "?" in coach_before.low and re.search(r"\b(that|it|this|those|they|them)\b", coach_before.low))
-    if not follow_up:
-        return
+    follow_up = _FOLLOW_UP_Q.search(coach_before.low) or re.search(r"\b(that|it|this|those|they|them)\b", coach_before.low)
     prev = _patient_neighbours(states, i, 1, 0)
     if not prev:
         return
@@ -1043,12 +1153,12 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
                and m.assertion == Assertion.AFFIRMED]
     if own_clinical and not earlier:
         # the previous turn set up what this one explains ("had to stop twice" -> "chest got tight")
-        if not any(m.category in CLINICAL for m in before.mentions):
+        if not any(m.category in CLINICAL for m in before.mentions) and len(before.low.split()) <= 40:
             for m in own_clinical:
                 if m.subject == Subject.PATIENT and before.turn.id not in m.turn_ids:
                     m.turn_ids.append(before.turn.id)
         return
-    if own_clinical or not earlier:
+    if own_clinical or not earlier or not follow_up:
         return
     when = next((t for s in state.sentences if (t := resolve(state.turn.text[s.start : s.end], state.turn.at))), None)
     if when is None and not _ANSWER.search(state.low) and len(state.low.split()) > 20:
