@@ -13,6 +13,7 @@ urlpatterns = [
     path("fhir/metadata", views_fhir.capability_statement, name="metadata"),
     re_path(rf"^fhir/{_TYPE}/?$", views_fhir.resource_type_endpoint, name="resource_type"),
     re_path(rf"^fhir/{_TYPE}/{_ID}$", views_fhir.resource_read, name="resource_read"),
+    re_path(r"^fhir/(?P<rest>.*)$", views_fhir.not_found, name="fhir_not_found"),
     path("auth/authorize", views_auth.authorize, name="authorize"),
     path("auth/token", views_auth.token, name="token"),
     path("auth/jwks", views_auth.jwks, name="jwks"),

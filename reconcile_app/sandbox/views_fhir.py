@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET
 
 from .fhirdata import CREATABLE_TYPES, resource_patient_id
 from .forms import FhirSearchForm
@@ -53,6 +55,18 @@ def operation_outcome(status: int, code: str, diagnostics: str, **headers: str) 
         "issue": [{"severity": "error", "code": code, "diagnostics": diagnostics}],
     }
     return _fhir(body, status, **headers)
+
+
+def fhir_methods(*methods: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Like require_http_methods, but the refusal is an OperationOutcome."""
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in methods:
+                return operation_outcome(405, "not-supported", f"{request.method} is not supported here.", Allow=", ".join(methods))
+            return view(request, *args, **kwargs)
+        return wrapper
+    return decorator
 
 
 def _unauthorized(description: str) -> JsonResponse:
@@ -140,7 +154,8 @@ def capability_statement(request: HttpRequest) -> JsonResponse:
     })
 
 
-@require_GET
+@csrf_exempt
+@fhir_methods("GET")
 def resource_read(request: HttpRequest, resource_type: str, fhir_id: str) -> HttpResponse:
     token = _bearer(request)
     if isinstance(token, JsonResponse):
@@ -227,9 +242,13 @@ def _create(request: HttpRequest, resource_type: str) -> HttpResponse:
 
 
 @csrf_exempt
-@require_http_methods(["GET", "POST"])
+@fhir_methods("GET", "POST")
 def resource_type_endpoint(request: HttpRequest, resource_type: str) -> HttpResponse:
     if request.method == "POST":
         return _create(request, resource_type)
     return _search(request, resource_type)
 
+
+
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    return operation_outcome(404, "not-found", "No such FHIR endpoint in the sandbox.")

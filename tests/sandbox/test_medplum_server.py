@@ -41,3 +41,19 @@ def test_reads_need_a_bearer_token_and_unknown_ids_are_404(medplum_server: tuple
     assert requests.get(f"{base}/Patient/{patient_id}", headers=AUTH, timeout=10).json()["id"] == patient_id
     missing = requests.get(f"{base}/Patient/nobody", headers=AUTH, timeout=10)
     assert missing.status_code == 404 and missing.json()["resourceType"] == "OperationOutcome"
+
+
+def test_fault_injection_fails_requests_and_points_next_links_elsewhere(medplum_server: tuple[str, str]) -> None:  # noqa: F811
+    base, patient_id = medplum_server
+    control = base.rsplit("/fhir", 1)[0] + "/_control"
+    search = f"{base}/Observation?patient={patient_id}&_count=10"
+    try:
+        requests.post(control, json={"fail_status": 503, "fail_match": "Observation", "fail_times": 1,
+                                     "next_base": "http://elsewhere.invalid/fhir"}, timeout=10).raise_for_status()
+        assert requests.get(search, headers=AUTH, timeout=30).status_code == 503
+        body = requests.get(search, headers=AUTH, timeout=30).json()
+        next_url = next(link["url"] for link in body["link"] if link["relation"] == "next")
+        assert next_url.startswith("http://elsewhere.invalid/fhir/Observation?")
+    finally:
+        requests.post(control, json={}, timeout=10).raise_for_status()
+    assert requests.get(search, headers=AUTH, timeout=30).status_code == 200

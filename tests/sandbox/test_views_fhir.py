@@ -164,3 +164,11 @@ def test_links_carry_only_the_parameters_the_search_applied(client: Client, pati
     links = {link["relation"]: parse_qs(urlparse(link["url"]).query) for link in body["link"]}
     assert links["self"] == {"patient": ["pat-a"], "_count": ["5"], "_offset": ["0"]}
     assert links["next"]["_offset"] == ["5"]
+
+
+def test_unsupported_methods_and_paths_answer_with_operation_outcomes(client: Client, patient_a_token: str) -> None:
+    delete = client.delete("/sandbox/fhir/Patient/pat-a", **bearer(patient_a_token))
+    assert delete.status_code == 405 and delete.json()["resourceType"] == "OperationOutcome"
+    assert delete["Allow"] == "GET"
+    unknown = client.get("/sandbox/fhir/Patient/pat-a/_history/1", **bearer(patient_a_token))
+    assert unknown.status_code == 404 and unknown.json()["issue"][0]["code"] == "not-found"
