@@ -17,7 +17,8 @@ from reconcile_app.smart.models import EhrRegistration, SmartLaunch
 from tests.fhir_server.fixtures import LARGE_PATIENT, medplum_server  # noqa: F401
 
 pytestmark = [pytest.mark.node, pytest.mark.django_db]
-PAGE = 100
+PAGE = 250  # the paging test: Observation alone spans 8 pages
+FAST_PAGE = 1000  # the other tests do not test paging: fewer, larger pages keep them quick
 
 
 def _control(base: str, **faults: object) -> None:
@@ -27,7 +28,7 @@ def _control(base: str, **faults: object) -> None:
 @pytest.fixture
 def medplum(medplum_server, settings):  # type: ignore[no-untyped-def]  # noqa: F811
     base, patient_id = medplum_server
-    settings.FHIR_PAGE_SIZE = PAGE
+    settings.FHIR_PAGE_SIZE = FAST_PAGE
     _control(base)
     yield base, patient_id
     _control(base)
@@ -51,8 +52,9 @@ def _expected() -> Counter:
     return Counter(e["resource"]["resourceType"] for e in bundle["entry"] if e["resource"]["resourceType"] in wanted)
 
 
-def test_every_page_of_the_large_record_is_fetched(launch_and_patient) -> None:  # type: ignore[no-untyped-def]
+def test_every_page_of_the_large_record_is_fetched(launch_and_patient, settings) -> None:  # type: ignore[no-untyped-def]
     launch, patient = launch_and_patient
+    settings.FHIR_PAGE_SIZE = PAGE
     pull = record_pull(patient=patient, launch=launch)
 
     assert pull.status == RecordPull.Status.OK, pull.error

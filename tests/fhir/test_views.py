@@ -91,7 +91,7 @@ def test_patient_list_is_for_nurses_and_admins(nurse_client, elena: Patient, sam
     assert AuditEvent.objects.filter(action="patient.list").count() == 2
 
 
-def test_refresh_of_an_imported_record_is_recorded_as_failed(nurse_client, elena: Patient, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_refresh_of_an_imported_record_is_recorded_as_failed(nurse_client, elena: Patient, django_capture_on_commit_callbacks, eager_celery) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         nurse_client.post(f"/patients/{elena.pk}/refresh/")
     assert len(callbacks) == 1  # the pull is queued only once the request's writes are committed

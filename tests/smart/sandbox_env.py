@@ -1,6 +1,7 @@
 """Fixtures for driving the app against the sandbox EHR over real HTTP (pytest-django live_server)."""
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from urllib.parse import urlencode
@@ -24,13 +25,20 @@ BACKEND_CLIENT = "reconcile-backend"
 APP_SCOPES = "launch launch/patient openid fhirUser offline_access patient/*.rs patient/*.cruds"
 
 
-def key_pair(kind: str = "rsa", kid: str = "test-key") -> tuple[str, dict]:
-    """A fresh private key (PEM) and its public JWK."""
+@functools.cache
+def _private_key(kind: str, slot: int) -> rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey:
+    # RSA generation costs ~0.1-0.5 s on a shared core: one key per (kind, slot) per test session.
     if kind == "rsa":
-        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return ec.generate_private_key(ec.SECP384R1())
+
+
+def key_pair(kind: str = "rsa", kid: str = "test-key", *, slot: int = 0) -> tuple[str, dict]:
+    """A private key (PEM) and its public JWK; a different `slot` gives a different key."""
+    private = _private_key(kind, slot)
+    if kind == "rsa":
         jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
     else:
-        private = ec.generate_private_key(ec.SECP384R1())
         jwk = json.loads(ECAlgorithm.to_jwk(private.public_key()))
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption()).decode()
@@ -68,3 +76,14 @@ def browser() -> requests.Session:
     session = requests.Session()
     yield session
     session.close()
+
+
+@pytest.fixture
+def eager_celery() -> None:
+    """Run tasks in-process even when a real broker is configured (CI): these tests check the pull, not the queue."""
+    from config.celery_app import app
+
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved

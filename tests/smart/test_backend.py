@@ -69,7 +69,7 @@ def test_id_token_with_wrong_audience_issuer_or_expiry_is_refused(registration: 
 @responses.activate
 def test_id_token_signed_by_another_key_is_refused(registration: EhrRegistration) -> None:
     _, jwk = key_pair("rsa", kid="ehr-1")
-    forger, _ = key_pair("rsa", kid="ehr-1")
+    forger, _ = key_pair("rsa", kid="ehr-1", slot=1)
     responses.get(JWKS, json={"keys": [jwk]})
     with pytest.raises(LaunchRefused):
         id_token_validate(id_token=_id_token(forger), registration=registration)

@@ -14,7 +14,7 @@ from reconcile_app.smart.models import SmartLaunch
 from reconcile_app.smart.services import launch_access_token
 from tests.smart.sandbox_env import OTHER_PATIENT, PATIENT, ehr_launch_url
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_celery")]
 
 
 def _launch(browser, live_server, **kwargs):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from reconcile_app.smart.models import SmartLaunch
 from reconcile_app.smart.services import launch_access_token, launch_token_refresh
 from tests.smart.sandbox_env import PATIENT, ehr_launch_url
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_celery")]
 
 
 def _launched(browser, live_server) -> SmartLaunch:  # type: ignore[no-untyped-def]
