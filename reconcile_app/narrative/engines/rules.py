@@ -126,7 +126,7 @@ _DIAGNOSED = re.compile(
     r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
     r"says i (?:have|had)|tested positive for|turns out i (?:have|had))\s+(?:a |an |some |mild |early |the )?"
     r"([a-z][a-z'\- ]{2,40}?)(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
-_STOP_CONDITION = frozenset("it that this something nothing to be a an the my no not".split())
+_STOP_CONDITION = frozenset("it that this something nothing anything everything to be a an the my no not any".split())
 _PRESCRIBED = re.compile(
     r"\b(started me on|put me on|prescribed(?: me)?|switched me to|gave me a prescription for|called in|i'm now on|im now on|"
     r"now i'm on|now im on|started taking|began taking)\s+(?:a |an |some |the |this |new )?([a-z][a-z\-]{3,20})(?:\s+(\d+\s*mg))?\b")
@@ -294,11 +294,12 @@ class RulesExtractor(Extractor):
             skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
             people = ctx.find_people(words, names, clinician_context, skip=skip)
             if carry and not any(p.kind in ("self", "other", "owner") for p in people):
-                # a fragment right after a sentence about someone else ("My brother had bypass surgery. Five of them!")
+                # the coach asked about someone else ("How's your husband?"): the answer is about them
+                # until the patient speaks of themself. Sentences do not otherwise inherit another person:
+                # chat fragments without a subject are usually the patient's own.
                 people = [ctx.Person(-1, "other", carry)] + people
-            elif carry and people and people[0].kind in ("clinician",) and not any(p.kind == "self" for p in people):
-                people = [ctx.Person(-1, "other", carry)] + people
-            carry = _carry_after(people, carry)
+            if any(p.kind == "self" for p in people):
+                carry = ""
             sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
             state.mentions.extend(self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex))
         self._coaching_mentions(state)
@@ -1141,9 +1142,12 @@ _ANSWER = re.compile(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|no|n
 def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
     """An answer to a follow-up question ("has that happened before?", "does your doctor know?") belongs to the
     previous patient turn's clinical memories: it joins their turns, and lends them its time if they had none."""
-    if coach_before is None or "?" not in coach_before.low:
+    if coach_before is None:
         return
-    follow_up = _FOLLOW_UP_Q.search(coach_before.low) or re.search(r"\b(that|it|this|those|they|them)\b", coach_before.low)
+    follow_up = _FOLLOW_UP_Q.search(coach_before.low) or (
+        "?" in coach_before.low and re.search(r"\b(that|it|this|those|they|them)\b", coach_before.low))
+    if not follow_up and "?" not in coach_before.low:
+        return
     prev = _patient_neighbours(states, i, 1, 0)
     if not prev:
         return
