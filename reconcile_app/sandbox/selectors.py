@@ -88,3 +88,40 @@ def sandbox_practitioner_list() -> list[PersonRow]:
 
 def sandbox_patient_get(*, fhir_id: str) -> PersonRow | None:
     return next((p for p in sandbox_patient_list() if p.fhir_id == fhir_id), None)
+
+
+@dataclass(frozen=True)
+class ChartSummary:
+    problems: list[str]
+    medications: list[str]
+    allergies: list[str]
+
+
+def _display(concept: dict[str, Any] | None) -> str:
+    concept = concept or {}
+    coding = (concept.get("coding") or [{}])[0]
+    return str(concept.get("text") or coding.get("display") or coding.get("code") or "?")
+
+
+def _status(concept: dict[str, Any] | None) -> str:
+    return str(((concept or {}).get("coding") or [{}])[0].get("code", ""))
+
+
+def sandbox_chart_summary(*, patient_id: str) -> ChartSummary:
+    """The EHR's own side panel: active problems, medications and allergies (entered-in-error left out)."""
+    rows = SandboxResource.objects.filter(
+        patient_id=patient_id, resource_type__in=["Condition", "MedicationRequest", "AllergyIntolerance"]
+    ).values_list("resource_type", "json")
+    problems, medications, allergies = [], [], []
+    for resource_type, resource in rows:
+        if _status(resource.get("verificationStatus")) == "entered-in-error":
+            continue
+        # A missing clinicalStatus is read as active: showing too much beats hiding an allergy.
+        clinical = _status(resource.get("clinicalStatus")) or "active"
+        if resource_type == "Condition" and clinical == "active":
+            problems.append(_display(resource.get("code")))
+        elif resource_type == "MedicationRequest" and resource.get("status") == "active":
+            medications.append(_display(resource.get("medicationCodeableConcept")))
+        elif resource_type == "AllergyIntolerance" and clinical == "active":
+            allergies.append(_display(resource.get("code")))
+    return ChartSummary(sorted(problems), sorted(medications), sorted(allergies))

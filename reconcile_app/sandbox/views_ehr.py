@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
@@ -11,13 +12,16 @@ from django.views.decorators.http import require_GET
 
 from .forms import EhrLaunchForm
 from .models import SimulatedError
-from .selectors import sandbox_patient_get, sandbox_patient_list, sandbox_practitioner_list
+from .selectors import sandbox_chart_summary, sandbox_patient_get, sandbox_patient_list, sandbox_practitioner_list
 from .services import sandbox_launch_create
 from .views_fhir import fhir_base_url
 
 
 def _app_launch_url() -> str:
-    """The app's SMART launch endpoint (same origin in the demo)."""
+    """The app's SMART launch endpoint: same origin in the demo, or SANDBOX_APP_LAUNCH_URL for an app elsewhere."""
+    configured = getattr(settings, "SANDBOX_APP_LAUNCH_URL", "")
+    if configured:
+        return str(configured)
     try:
         return reverse("smart:launch")
     except NoReverseMatch:
@@ -55,4 +59,5 @@ def patient_chart(request: HttpRequest, fhir_id: str) -> HttpResponse:
         "practitioner": next((p for p in practitioners if p.fhir_id == practitioner_id), None),
         "simulated_error": dict(SimulatedError.choices).get(simulate, "") if simulate else "",
         "app_url": app_url,
+        "summary": sandbox_chart_summary(patient_id=patient.fhir_id),
     })

@@ -84,3 +84,16 @@ def test_simulated_fhir_request_errors_are_401_outcomes(client: Client, sandbox_
     # A refresh does not cure it: the simulation follows the grant, so the app must end on a clear page.
     refreshed = client.post("/sandbox/auth/token", {"grant_type": "refresh_token", "refresh_token": token["refresh_token"]}).json()
     assert client.get("/sandbox/fhir/Patient/pat-a", HTTP_AUTHORIZATION=f"Bearer {refreshed['access_token']}").status_code == 401
+
+
+def test_chart_side_panel_lists_active_problems_medications_and_allergies(client: Client, sandbox_data: int) -> None:
+    html = client.get("/sandbox/ehr/patients/pat-a/").content.decode()
+    assert "Problems (1)" in html and "Hypertensive disorder" in html
+    assert "Allergies (1)" in html and "Allergy to penicillin" in html
+    assert "Diabetes mellitus type 2" not in html  # another patient's problem
+
+
+def test_app_launch_url_can_point_at_another_origin(client: Client, sandbox_data: int, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.SANDBOX_APP_LAUNCH_URL = "https://reconcile.example.org/smart/launch"
+    html = client.get("/sandbox/ehr/patients/pat-a/").content.decode()
+    assert 'src="https://reconcile.example.org/smart/launch?iss=' in html
