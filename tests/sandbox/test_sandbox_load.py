@@ -1,7 +1,6 @@
 """The sandbox_load command and the shipped demo data."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
