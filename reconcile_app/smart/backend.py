@@ -105,3 +105,26 @@ def backend_token_get(*, registration: EhrRegistration, force: bool = False) -> 
             expires_at=timezone.now() + timedelta(seconds=expires_in),
         )
     return launch, body["access_token"]
+
+
+def registration_key_generate(*, registration: EhrRegistration) -> dict:
+    """Give the registration a fresh RSA key (RS384) and return the public JWK to register with the EHR.
+
+    The private half is stored encrypted and never leaves the server; the public JWK is also
+    published at /smart/jwks for EHRs that fetch keys by URL.
+    """
+    import json
+
+    from cryptography.hazmat.primitives import serialization
+    from jwt.algorithms import RSAAlgorithm
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    kid = secrets.token_hex(8)
+    registration.private_key_pem = pem
+    registration.key_id = kid
+    registration.save(update_fields=["private_key_pem", "key_id", "updated_at"])
+    jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
+    jwk.update({"kid": kid, "alg": "RS384", "use": "sig"})
+    return jwk

@@ -424,6 +424,24 @@ def fhir_access_for(*, registration: EhrRegistration, launch: SmartLaunch | None
     return fhir_access_for_backend(registration=registration)
 
 
+def launch_bearer_for_patient(*, registration: EhrRegistration, patient_fhir_id: str) -> str | None:
+    """A live user token for this patient (refreshed first when about to expire), e.g. for write-back,
+    which Backend Services' read-only system scopes cannot do. None when no launch is alive."""
+    launch = (
+        SmartLaunch.objects.select_related("registration")
+        .filter(registration=registration, patient_fhir_id=patient_fhir_id, status=SmartLaunch.Status.ACTIVE)
+        .exclude(kind=SmartLaunch.Kind.BACKEND)
+        .order_by("-created_at")
+        .first()
+    )
+    if launch is None:
+        return None
+    try:
+        return fhir_access_for_launch(launch=launch).token or None
+    except LaunchExpired:
+        return None
+
+
 def launch_from_iss(*, iss: str) -> EhrRegistration:
     from .exceptions import UnknownIssuer
     from .selectors import registration_get_by_iss

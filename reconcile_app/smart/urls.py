@@ -14,4 +14,5 @@ urlpatterns = [
     path("registrations/new/", views.registration_edit, name="registration_create"),
     path("registrations/<int:pk>/", views.registration_edit, name="registration_edit"),
     path("registrations/<int:pk>/discover/", views.registration_discover, name="registration_discover"),
+    path("registrations/<int:pk>/keygen/", views.registration_keygen, name="registration_keygen"),
 ]

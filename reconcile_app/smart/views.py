@@ -22,6 +22,7 @@ from reconcile_app.core.exceptions import ReconcileError
 from reconcile_app.core.roles import Role
 
 from . import services
+from .backend import registration_key_generate
 from .exceptions import EhrUnavailable, LaunchExpired, LaunchRefused, UnknownIssuer
 from .forms import CallbackForm, LaunchForm, RegistrationForm, StandaloneForm
 from .models import EhrRegistration
@@ -199,6 +200,18 @@ def registration_edit(request: HttpRequest, pk: int | None = None) -> HttpRespon
         "launch_url": request.build_absolute_uri(reverse("smart:launch")),
         "jwks_url": request.build_absolute_uri(reverse("smart:jwks")),
     })
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def registration_keygen(request: HttpRequest, pk: int) -> HttpResponse:
+    """Generate our key pair for private_key_jwt; the page shows the public JWK to register at the EHR."""
+    registration = get_object_or_404(EhrRegistration, pk=pk)
+    jwk = registration_key_generate(registration=registration)
+    audit_record(request=request, action="smart.registration.keygen", object_type="EhrRegistration", object_id=pk,
+                 details={"kid": jwk["kid"]})
+    messages.success(request, "New key pair generated. Register this public key (JWK) with the EHR: " + json.dumps(jwk))
+    return redirect("smart:registration_edit", pk=pk)
 
 
 @require_POST

@@ -88,3 +88,13 @@ def test_task_falls_back_to_backend_services_when_the_launch_has_ended(browser, 
     record_pull_task.delay(patient.pk, launch.pk)
     latest = RecordPull.objects.filter(patient=patient).order_by("-pk").first()
     assert latest.status == RecordPull.Status.OK and latest.launch is None
+
+
+def test_a_live_user_token_is_available_for_write_back(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    from reconcile_app.smart.services import launch_bearer_for_patient
+
+    assert launch_bearer_for_patient(registration=sandbox_ehr, patient_fhir_id=PATIENT) is None
+    launch = _launched(browser, live_server)
+    SmartLaunch.objects.filter(pk=launch.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    token = launch_bearer_for_patient(registration=sandbox_ehr, patient_fhir_id=PATIENT)
+    assert token and token != launch_access_token(launch)  # refreshed because it had expired

@@ -77,3 +77,20 @@ def test_jwks_publishes_public_keys_only(client, db) -> None:  # type: ignore[no
     EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c", private_key_pem=pem, key_id="k1")
     keys = client.get("/smart/jwks").json()["keys"]
     assert keys[0]["kid"] == "k1" and keys[0]["alg"] == "ES384" and "d" not in keys[0]
+
+
+def test_admin_generates_a_key_pair_and_sees_only_the_public_half(admin_client, db) -> None:  # type: ignore[no-untyped-def]
+    import jwt
+
+    from reconcile_app.smart.backend import registration_assertion
+
+    registration = EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c",
+                                                  discovery={"token_endpoint": "https://ehr.example/t"})
+    page = admin_client.post(f"/smart/registrations/{registration.pk}/keygen/", follow=True).content.decode()
+    registration.refresh_from_db()
+    assert registration.key_id and "PRIVATE KEY" in registration.private_key_pem
+    assert "PRIVATE KEY" not in page and registration.key_id in page and "kty" in page
+    published = admin_client.get("/smart/jwks").json()["keys"][0]
+    assertion = registration_assertion(registration=registration)
+    claims = jwt.decode(assertion, jwt.PyJWK(published).key, algorithms=["RS384"], audience="https://ehr.example/t")
+    assert claims["iss"] == "c"
