@@ -157,13 +157,12 @@ def pipeline_patient_advance(
             if session.pipeline_status == Session.Pipeline.FAILED:
                 outcome = Outcome.BLOCKED
                 break
-            if time.monotonic() > deadline:
-                outcome = Outcome.MORE
-                break
             _process_guarded(session=session, engine=engine, final_attempt=final_attempt)
-            lease_claim(patient_id=patient_id, token=token)  # renew between sessions
             if on_session is not None:
                 on_session(session)
+            if time.monotonic() > deadline:  # at least one session per claim, then share the workers
+                break  # the check after the release below turns this into MORE if work remains
+            lease_claim(patient_id=patient_id, token=token)  # renew between sessions
     finally:
         lease_release(patient_id=patient_id, token=token)
     # A kick that arrived while we held the lease exited as BUSY; look again after releasing.

@@ -11,6 +11,7 @@ RATES = (
     "detection_rate", "turn_level_detection", "resource_informed_detection", "safety_recall", "safety_recall_strict",
     "severity_exact", "severity_within_one", "kind_accuracy", "resource_recall", "resource_precision",
 )
+RATIOS = ("false_discrepancies_per_plain_session",)
 COUNTS = ("scenarios", "safety_scenarios", "plain_sessions", "false_discrepancies", "false_contradictions", "traps", "trap_violations")
 
 
@@ -34,7 +35,9 @@ def score_dataset(*, dataset: Path, results: dict[str, dict], only: list[str] | 
 
 
 def _fmt(name: str, value: float | int) -> str:
-    return f"{value:7.1%}" if name in RATES else f"{value:7d}"
+    if name in RATES:
+        return f"{value:7.1%}"
+    return f"{value:7.2f}" if name in RATIOS else f"{value:7d}"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -52,7 +55,7 @@ def _clip(text: str, width: int = 110) -> str:
 
 def scores_report(scores: Scores, *, title: str = "End to end (Dimension 3)") -> str:
     summary = scores.summary()
-    parts = [title, "", _table(["score", "value"], [[k, _fmt(k, summary[k]).strip()] for k in (*RATES, *COUNTS)])]
+    parts = [title, "", _table(["score", "value"], [[k, _fmt(k, summary[k]).strip()] for k in (*RATES, *COUNTS, *RATIOS)])]
     for attr, label in (("category", "By category"), ("kind", "By kind")):
         rows = [[key, str(v["scenarios"]), f"{v['detection_rate']:.1%}", f"{v['resource_informed_detection']:.1%}"]
                 for key, v in scores.breakdown(attr).items()]

@@ -10,7 +10,7 @@ import pytest
 from reconcile_app.fhir.models import Patient
 from reconcile_app.fhir.services import snapshot_import_bundle
 
-from .fakes import FakeExtractor, FakeReconciler, install_fakes
+from .fakes import FakeExtractor, FakeReconciler, fakes_installed
 
 DATA = Path(__file__).parent / "data"
 
@@ -22,15 +22,8 @@ def patient(db: None) -> Patient:
 
 @pytest.fixture
 def fake_engines() -> Iterator[tuple[FakeExtractor, FakeReconciler]]:
-    from reconcile_app.narrative import engines as narrative_engines
-    from reconcile_app.reconciliation import engines as reconciliation_engines
-
-    saved = (dict(narrative_engines._cache), dict(reconciliation_engines._cache))
-    yield install_fakes()
-    narrative_engines._cache.clear()
-    narrative_engines._cache.update(saved[0])
-    reconciliation_engines._cache.clear()
-    reconciliation_engines._cache.update(saved[1])
+    with fakes_installed() as fakes:
+        yield fakes
 
 
 def transcript_bytes(*, patient: str = "Patient/pt-test-1", sessions: int = 2, start_day: int = 5, texts: dict[str, str] | None = None, prefix: str = "s") -> bytes:

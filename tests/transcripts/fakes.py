@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from reconcile_app.core.exceptions import PermanentError, RetryableError
@@ -26,6 +27,7 @@ class FakeExtractor(Extractor):
         self.log_path: Path | None = None
         self.pause_first_call: Path | None = None  # write our pid here, then sleep (to be killed)
         self.on_call: Callable[[SessionInput], None] | None = None
+        self.sleep = 0.05  # with a log: long enough for an overlap to show if ordering were broken
 
     def extract_session(self, session: SessionInput, *, prior: Sequence[MemoryDraft] = (), record: object = None) -> list[MemoryDraft]:
         started = time.time()
@@ -36,7 +38,7 @@ class FakeExtractor(Extractor):
             self.pause_first_call.write_text(str(os.getpid()))
             time.sleep(60)  # the test kills this process here
         if self.log_path is not None:
-            time.sleep(0.05)  # long enough for an overlap to show if ordering were broken
+            time.sleep(self.sleep)
         error = self.fail_sessions.get(session.id)
         if error is not None:
             raise error
@@ -92,4 +94,20 @@ def install_fakes(names: Sequence[str] = ("rules", "llm", "hybrid")) -> tuple[Fa
     return extractor, reconciler
 
 
-__all__ = ["FakeExtractor", "FakeReconciler", "install_fakes", "PermanentError", "RetryableError"]
+@contextmanager
+def fakes_installed() -> Iterator[tuple[FakeExtractor, FakeReconciler]]:
+    """The fakes stand in for every engine name, and the real cached engines come back after."""
+    from reconcile_app.narrative import engines as narrative_engines
+    from reconcile_app.reconciliation import engines as reconciliation_engines
+
+    saved = (dict(narrative_engines._cache), dict(reconciliation_engines._cache))
+    try:
+        yield install_fakes()
+    finally:
+        narrative_engines._cache.clear()
+        narrative_engines._cache.update(saved[0])
+        reconciliation_engines._cache.clear()
+        reconciliation_engines._cache.update(saved[1])
+
+
+__all__ = ["FakeExtractor", "FakeReconciler", "fakes_installed", "install_fakes", "PermanentError", "RetryableError"]

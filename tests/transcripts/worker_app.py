@@ -1,0 +1,34 @@
+"""Celery app for the worker tests: the project's app, with the fake engines in every worker process.
+
+Environment: FAKE_LOG (append one JSON line per extraction), FAKE_SLEEP (seconds per extraction),
+FAKE_PAUSE (write the pid there on the first extraction, then sleep to be killed),
+PIPELINE_BUDGET (seconds a task may spend before handing the patient to a new message).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from celery.signals import worker_process_init
+
+from config.celery_app import app
+
+__all__ = ["app"]
+
+
+@worker_process_init.connect
+def _install_fakes(**kwargs: Any) -> None:
+    from django.conf import settings
+
+    from tests.transcripts.fakes import install_fakes
+
+    extractor, _ = install_fakes()
+    if os.environ.get("FAKE_LOG"):
+        extractor.log_path = Path(os.environ["FAKE_LOG"])
+    if os.environ.get("FAKE_SLEEP"):
+        extractor.sleep = float(os.environ["FAKE_SLEEP"])
+    if os.environ.get("FAKE_PAUSE"):
+        extractor.pause_first_call = Path(os.environ["FAKE_PAUSE"])
+    if os.environ.get("PIPELINE_BUDGET"):
+        settings.PIPELINE_TASK_BUDGET_SECONDS = float(os.environ["PIPELINE_BUDGET"])
