@@ -60,7 +60,7 @@ def sandbox_ehr(live_server, sandbox_iss: str, transactional_db: None) -> EhrReg
     sandbox_client_register(client_id=BACKEND_CLIENT, redirect_uris=[], jwk_public=jwk, scopes="system/*.rs")
     return EhrRegistration.objects.create(
         name="Sandbox EHR", iss=sandbox_iss, client_id=APP_CLIENT, backend_client_id=BACKEND_CLIENT,
-        private_key_pem=pem, key_id="backend-1", frame_ancestors=live_server.url,
+        private_key_pem=pem, key_id="backend-1", frame_ancestors=live_server.url, write_enabled=True,
     )
 
 

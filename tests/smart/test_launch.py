@@ -64,6 +64,25 @@ def test_ehr_launch_signs_in_pulls_the_record_and_shows_the_patient(browser, liv
     assert AuditEvent.objects.filter(action="record.pull", outcome="ok", patient_pk=patient.pk).exists()
 
 
+def test_launch_from_the_sandbox_ehr_chart_iframe(browser, live_server, sandbox_ehr, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import html
+
+    from reconcile_app.smart import middleware
+
+    monkeypatch.setattr(middleware, "_cache", (0.0, []))  # a cached policy from an earlier test would hide ours
+
+    chart = browser.get(f"{live_server.url}/sandbox/ehr/patients/{PATIENT}/?hide_banner=on", timeout=30)
+    src = html.unescape(re.search(r'<iframe[^>]+src="([^"]+)"', chart.text).group(1))
+    framed = browser.get(live_server.url + src if src.startswith("/") else src, timeout=60,
+                         headers={"Sec-Fetch-Dest": "iframe"})
+    assert framed.status_code == 200 and "data-safety-context" in framed.text
+    launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
+    assert launch.need_patient_banner is False  # the EHR shows its own banner
+    assert "data-patient-banner" not in framed.text
+    assert "patient/DetectedIssue.c" in launch.scopes_granted.split()  # write-back enabled on this EHR
+    assert f"frame-ancestors 'self' {live_server.url}" in framed.headers["Content-Security-Policy"]
+
+
 def test_standalone_launch_picks_a_patient_at_the_ehr(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
     page = browser.get(f"{live_server.url}/smart/standalone/", timeout=30)
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
