@@ -194,7 +194,7 @@ def _blocked(words: list[str], i: int, size: int, key: tuple[str, ...]) -> bool:
     nxt = words[i + size] if i + size < len(words) else ""
     if key == ("could",) and nxt in {"barely", "hardly", "not", "feel", "tell", "see"}:
         return True
-    if key in {("will",), ("i'll",)} and nxt in {"say", "admit", "tell"}:
+    if key in {("will",), ("i'll",), ("would",)} and nxt in {"say", "admit", "tell", "guess", "think", "love", "like"}:
         return True
     if key == ("no",) and nxt in {"matter", "way", "idea", "one", "joke", "clue", "thanks"}:
         return True
@@ -313,7 +313,10 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
                 continue  # "made me use her cuff": an object, not an experiencer
             out.append(Person(i, "other", last_relation or "other person"))
             continue
-        if w in SELF_WORDS or (w == "my" and not (i + 1 < n and (words[i + 1] in RELATIONS or words[i + 1].rstrip("s") in RELATIONS))):
+        nxt_base = words[i + 1] if i + 1 < n else ""
+        nxt_base = nxt_base[:-2] if nxt_base.endswith("'s") else nxt_base
+        if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
+                                                         or (i + 2 < n and words[i + 2] in RELATIONS))):
             out.append(Person(i, "self", ""))
             continue
         if w == "ill" and i + 1 < n and words[i + 1] in _ILL_VERBS:

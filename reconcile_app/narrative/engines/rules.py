@@ -115,7 +115,9 @@ _STATUS_WORDS = [
     (re.compile(r"\b(still|always|again|ongoing|chronic|every day|all the time|constant)\b"), "ongoing"),
 ]
 _GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
-_PREFERENCE = re.compile(r"\b(i prefer|i'd rather|id rather|rather|i like|i love|i hate|i can't stand|i cant stand|can't stand|cant stand|i don't like|i dont like|favorite|not a fan|i enjoy)\b")
+_PREFERENCE = re.compile(r"\b((?:i|we)(?:'d| would)? (?:really )?(?:prefer|rather|like|love|hate|enjoy|adore)|id rather|rather not|"
+                         r"can'?t stand|(?:i|we) (?:don'?t|do not) (?:like|want|enjoy)|favou?rite|not a fan|too expensive|"
+                         r"works better for me|easier for me)\b")
 _PARTS = (r"knees?|hips?|back|neck|shoulders?|foot|feet|ankles?|legs?|arms?|hands?|wrists?|elbows?|head|stomach|"
           r"belly|jaw|tooth|teeth|ears?|eyes?|toes?|fingers?|calf|calves|side|joints?|heels?|throat|gut|ribs?|groin|bladder")
 _BODY_PAIN = re.compile(

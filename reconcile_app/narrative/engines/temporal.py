@@ -182,7 +182,7 @@ _SIMPLE = _rx(
     r"this past weekend|last weekend|over the weekend|this weekend|the weekend|on the weekend|"
     r"the other day|other night|the other night|a week ago|a month ago|a year ago)"
 )
-_WEEKDAY = _rx(r"(?P<pre>(?:this past|last|this|on|past|by)\s+)?(?P<d>" + _DAY_RE + r")(?P<part>\s+(?:morning|night|afternoon|evening))?")
+_WEEKDAY = _rx(r"(?P<pre>(?:this past|this coming|next|last|this|on|past|by|coming)\s+)?(?P<d>" + _DAY_RE + r")(?P<part>\s+(?:morning|night|afternoon|evening))?")
 _MONTH_DAY = _rx(r"(?P<m>" + _MONTH_RE + r")\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{4}))?")
 _DAY_OF_MONTH = _rx(r"(?:the\s+)?(?P<d>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<m>" + _MONTH_RE + r")(?:,?\s+(?P<y>\d{4}))?")
 _MONTH = _rx(r"(?P<pre>(?:back in|in|during|early|late|mid|last|this|around|end of|beginning of|start of|the end of|the start of|the beginning of)\s+)?(?P<m>" + _MONTH_RE + r")(?:\s+(?P<y>\d{4}))?")
@@ -190,6 +190,8 @@ _YEAR = _rx(r"(?P<pre>(?:back in|in|from|like|around|circa|of|since)\s+(?:like\s
 _NUMERIC = _rx(r"(?P<pre>on\s+)?(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>\d{2}|\d{4}))?")
 _ISO = _rx(r"(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})")
 _HOLIDAY = _rx(_HOLIDAY_RE)
+_ORDINAL_DAY = _rx(r"(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)(?!\s+of)")
+_HOLIDAYS_SPAN = _rx(r"(?:over|during|for|since|after|before)\s+the\s+holidays")
 _SEASON = _rx(r"(?P<pre>last|this|this past|over the)\s+(?P<s>spring|summer|fall|autumn|winter)")
 
 
@@ -337,7 +339,10 @@ def _rule_weekday(r: _Resolver) -> None:
         if name in _AMBIGUOUS_DAYS and not pre and not _bare_day_ok(r.low, m):
             continue
         target = _WEEKDAYS[name]
-        if pre in ("next", "this coming"):
+        if pre in ("next", "this coming", "coming"):
+            ahead = (target - r.today.weekday()) % 7 or 7
+            d = r.today + timedelta(days=ahead)
+            r.add(m, _day_start(d, r.tz), _day_end(d, r.tz))
             continue
         back = (r.today.weekday() - target) % 7
         if back == 0 and pre != "this":
@@ -451,6 +456,26 @@ def _rule_holiday(r: _Resolver) -> None:
         r.add(m, *r.day(d))
 
 
+def _rule_ordinal(r: _Resolver) -> None:
+    """"on the 12th": this month if that day has come, else last month."""
+    for m in _ORDINAL_DAY.finditer(r.low):
+        day = int(m.group("d"))
+        if not 1 <= day <= 31:
+            continue
+        month_start = r.today.replace(day=1)
+        if day > r.today.day:
+            month_start = _add_months(month_start, -1)
+        try:
+            d = month_start.replace(day=day)
+        except ValueError:
+            continue
+        r.add(m, *r.day(d))
+    for m in _HOLIDAYS_SPAN.finditer(r.low):
+        year = r.today.year if r.today >= date(r.today.year, 12, 20) else r.today.year - 1
+        start, end = date(year, 12, 20), date(year + 1, 1, 2)
+        r.add(m, *r.span(start, min(end, r.today)))
+
+
 def _rule_season(r: _Resolver) -> None:
     for m in _SEASON.finditer(r.low):
         pre, s = m.group("pre"), m.group("s")
@@ -473,7 +498,7 @@ def _rule_season(r: _Resolver) -> None:
 
 RULES: list[Callable[[_Resolver], None]] = [
     _rule_ago, _rule_duration, _rule_simple, _rule_weekday, _rule_month, _rule_year, _rule_numeric,
-    _rule_holiday, _rule_season, _rule_bare,
+    _rule_holiday, _rule_season, _rule_ordinal, _rule_bare,
 ]
 
 _SINCE = re.compile(r"(?<![a-z])(since|ever since|starting|from)\s+(?:(?:we|i|he|she|they)\s+[a-z']+\s+(?:back\s+|home\s+)?)?$")
