@@ -131,3 +131,29 @@ def test_two_workers_keep_each_patients_sessions_in_order_and_never_run_one_pati
         assert all(later["start"] >= earlier["end"] for earlier, later in zip(mine, mine[1:]))  # never two at once
         assert [r["prior"] for r in mine] == [0, 1, 2, 3, 4]  # each saw every earlier session's memory
     assert len({r["pid"] for r in rows}) == 2, "both workers should have taken part"
+
+
+def test_a_broker_outage_during_an_upload_loses_nothing_and_the_sweep_restarts_the_pipeline(start_worker, patient, tmp_path):
+    """The CLI import runs against a dead broker (a closed port): the upload is committed and the
+    failed enqueue is only logged. With the broker back, the periodic sweep enqueues the patient."""
+    from django.db import connection
+
+    from reconcile_app.pipeline import pipeline_sweep
+
+    path = tmp_path / "export.json"
+    path.write_bytes(transcript_bytes(sessions=2))
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(DATABASE_URL=f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+               DJANGO_SETTINGS_MODULE="config.settings.test", CELERY_BROKER_URL="redis://127.0.0.1:1/0")
+    done = subprocess.run([sys.executable, "manage.py", "import_transcript", str(path), "--no-wait"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "pipeline enqueue for patient" in done.stderr and "the sweep will retry" in done.stderr
+    upload = Upload.objects.get()
+    assert upload.status == Upload.Status.IMPORTED and bytes(upload.raw) == path.read_bytes()
+    assert set(Session.objects.values_list("pipeline_status", flat=True)) == {"pending"}
+    start_worker("sweep")
+    assert pipeline_sweep() == 1  # what the beat entry does every minute
+    _wait_until(_all_done([patient]), 60, "the swept patient to finish")
+    assert Memory.objects.filter(patient=patient).count() == 2
