@@ -179,6 +179,9 @@ def test_endpoint_errors_reach_the_caller_as_domain_errors() -> None:
 
 def test_locate_quote_and_chain_keys() -> None:
     assert locate_quote('"I stopped my"', "Well I stopped my pills") == (5, 17)
+    turn = "Hi there. I stopped taking my lisinopril pills two weeks back! Then more."
+    start, end = locate_quote("I stoped taking my lisinopril pill", turn)  # a paraphrased word: the sentence around it
+    assert turn[start:end] == "I stopped taking my lisinopril pills two weeks back!"
     assert locate_quote("", "anything") is None
     assert locate_quote("something else entirely", "Well I stopped my pills") is None
     assert chain_key_for("medication", {"drug": "Metformin ER"}) == "medication:metformin er"

@@ -142,8 +142,8 @@ def locate_quote(quote: str, text: str) -> tuple[int, int] | None:
     matcher = SequenceMatcher(None, text.lower(), quote.lower(), autojunk=False)
     match = matcher.find_longest_match(0, len(text), 0, len(quote))
     if match.size >= max(12, int(0.6 * len(quote))):
-        start = max((text.rfind(p, 0, match.a) for p in (". ", "! ", "? ", "\n")), default=-1)
-        start = start + 2 if start >= 0 else 0
+        # Widen to the sentence around the common run, so the quote is whole words of the turn.
+        start = max((text.rfind(p, 0, match.a) + len(p) for p in (". ", "! ", "? ", "\n") if text.rfind(p, 0, match.a) >= 0), default=0)
         ends = [e for e in (text.find(p, match.a + match.size) for p in (".", "!", "?", "\n")) if e >= 0]
         end = min(ends) + 1 if ends else len(text)
         return start, min(end, len(text))
