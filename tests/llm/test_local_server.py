@@ -49,8 +49,10 @@ def llm(settings, llm_base_url: str):  # type: ignore[no-untyped-def]
     settings.OPENAI_MAX_RETRIES = 0
     settings.LLM_OPERATIONS_PER_TURN = 1
     settings.LLM_MAX_OPERATIONS = 2
-    settings.LLM_RECONCILE_BATCH = 4
-    settings.LLM_MAX_TOKENS = 3072  # above the longest answer the bounded schemas allow: never cut mid-JSON
+    settings.LLM_RECONCILE_BATCH = 2
+    # A token is at least one character, and with these sizes the bounded schemas allow under 3,000
+    # characters per answer: no answer can be cut mid-JSON, however the model rambles.
+    settings.LLM_MAX_TOKENS = 3072
     return settings
 
 
