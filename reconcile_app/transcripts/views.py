@@ -45,7 +45,8 @@ def upload_list(request: HttpRequest) -> HttpResponse:
     is_admin = user_has_role(request.user, Role.ADMIN)
     patient = None if is_admin else _launched_patient(request)
     if not is_admin and patient is None:
-        raise deny(request, reason="no_launched_patient")
+        # The menu links here: explain how to get a patient instead of answering 403.
+        return render(request, "transcripts/upload_list.html", {"form": form, "no_launch": True})
     uploads = upload_list_query(patient=patient, status=status)[:200]
     held = upload_list_query(status=Upload.Status.HELD)[:50] if is_admin else []
     progress = patient_progress_list() if is_admin else [(patient, patient_progress(patient=patient))]

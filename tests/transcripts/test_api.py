@@ -85,3 +85,11 @@ def test_a_platform_cannot_read_another_platforms_upload(client, patient, token,
     with django_capture_on_commit_callbacks():
         location = _post(client, token, transcript_bytes())["Location"]
     assert client.get(location, HTTP_AUTHORIZATION=f"Bearer {other}").status_code == 404
+
+
+def test_a_body_above_djangos_form_limit_but_within_ours_is_accepted(client, patient, token, settings, django_capture_on_commit_callbacks):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000  # Django's limit for form bodies must not apply to the raw API body
+    raw = transcript_bytes(sessions=1, texts={"s01": "walked " * 500})
+    with django_capture_on_commit_callbacks():
+        response = _post(client, token, raw)
+    assert response.status_code == 202 and bytes(Upload.objects.get().raw) == raw

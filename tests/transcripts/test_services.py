@@ -129,7 +129,12 @@ def test_withdrawing_a_session_removes_its_memories_findings_and_text_but_keeps_
     pipeline_patient_drain(patient_id=patient.pk)
     s01 = Session.objects.get(external_id="s01")
     assert Memory.objects.filter(session=s01).count() == 1 and Finding.objects.filter(session=s01).count() == 1
+    from reconcile_app.triage.models import TriageItem
+
+    assert TriageItem.objects.filter(finding__session=s01).count() == 1  # the gap was routed to the queue
     session_withdraw(session_id=s01.pk, user=admin_user, reason="patient asked")
+    assert not TriageItem.objects.filter(patient_id=patient.pk, finding__session__external_id="s01").exists()
+    assert TriageItem.objects.filter(finding__session__external_id="s02").count() == 1
     s01.refresh_from_db()
     assert s01.withdrawn_at is not None and s01.pipeline_status == Session.Pipeline.WITHDRAWN
     assert not Memory.objects.filter(session=s01).exists() and not Finding.objects.filter(session=s01).exists()

@@ -42,6 +42,8 @@ def test_a_clinician_without_a_launch_cannot_upload(clinician_client, patient):
     response = clinician_client.get(reverse("transcripts:upload_create"))
     assert response.status_code == 403
     assert AuditEvent.objects.filter(outcome="denied", details__reason="no_launched_patient").exists()
+    listing = clinician_client.get(reverse("transcripts:upload_list"))
+    assert listing.status_code == 200 and "Open this app from the EHR" in listing.content.decode()
 
 
 def test_a_clinician_cannot_open_another_patients_upload(clinician_client, patient):
