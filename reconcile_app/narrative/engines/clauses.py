@@ -14,6 +14,7 @@ _BOUNDARY = re.compile(
     r"(?:(?<!\d)[.!?]+|[.!?]{2,}|[!?]+|\.(?!\d)|\n+|\s[-\u2013\u2014]{1,2}\s|[\U0001F300-\U0001FAFF\u2600-\u27BF]+)"
 )
 MAX_SENTENCE = 2_000
+_UNSET: Any = object()  # marks a sentence whose time expression has not been resolved yet
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Sentence:
     low: str
     tokens: list[tuple[str, int, int]]  # offsets relative to `start`
     hits: list[Any] = field(default_factory=list)
+    when: Any = _UNSET  # the resolved EventTime (or None), filled lazily by the extractor
 
 
 def split_sentences(low: str) -> list[Sentence]:

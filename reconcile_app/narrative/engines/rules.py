@@ -22,7 +22,7 @@ from reconcile_app.narrative.types import (
 
 from . import context as ctx
 from .base import Extractor
-from .clauses import Sentence, split_sentences
+from .clauses import _UNSET, Sentence, split_sentences
 from .lexicon import Entry, Hit, Lexicon, default_lexicon, lower_same_length, record_overlay, tokenize
 from .measurements import Measurement, find_measurements
 from .temporal import resolve
@@ -232,7 +232,7 @@ class RulesExtractor(Extractor):
         record: ClinicalRecord | None = None,
     ) -> list[MemoryDraft]:
         lex = self.lexicon
-        overlay = record_overlay(record, lex)
+        overlay = self._overlay_for(record, lex)
         states: list[TurnState] = []
         for index, turn in enumerate(session.turns):
             try:
@@ -258,6 +258,15 @@ class RulesExtractor(Extractor):
                 drafts[-1].attributes.setdefault("lexicon_candidates", state.candidates)
         _assign_ops(drafts, prior)
         return drafts
+
+    def _overlay_for(self, record: ClinicalRecord | None, lex: Lexicon) -> dict:
+        """The record's phrases, reused while the same record object is passed (one patient's sessions in a row)."""
+        cached = getattr(self, "_overlay_cache", None)
+        if cached is not None and cached[0] is record and cached[1] == len(getattr(record, "entries", ()) or ()):
+            return cached[2]
+        overlay = record_overlay(record, lex)
+        self._overlay_cache = (record, len(getattr(record, "entries", ()) or ()), overlay)
+        return overlay
 
     # ---- per turn -----------------------------------------------------------------------------
 
@@ -805,18 +814,22 @@ def _care_action(sentence: str) -> str:
     return ""
 
 
+def _sentence_time(state: TurnState, sent: Sentence) -> EventTime | None:
+    """The first time expression of a sentence, resolved once per sentence."""
+    if sent.when is _UNSET:
+        at = state.turn.at
+        sent.when = resolve(state.turn.text[sent.start : sent.end], at) if isinstance(at, datetime) else None
+    return sent.when
+
+
 def _event_time(state: TurnState, sent: Sentence) -> EventTime | None:
-    at = state.turn.at
-    if not isinstance(at, datetime):
-        return None
-    text = state.turn.text[sent.start : sent.end]
-    found = resolve(text, at)
+    found = _sentence_time(state, sent)
     if found is None and len(state.sentences) <= 4:
         # a short answer often gives the time in its own sentence ("Couple weeks. So I started...")
         for other in state.sentences:
             if other is sent or other.start > sent.start:
                 continue
-            found = resolve(state.turn.text[other.start : other.end], at)
+            found = _sentence_time(state, other)
             if found is not None:
                 break
     return found
@@ -1166,7 +1179,7 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
         return
     if own_clinical or not earlier or not follow_up:
         return
-    when = next((t for s in state.sentences if (t := resolve(state.turn.text[s.start : s.end], state.turn.at))), None)
+    when = next((t for s in state.sentences if (t := _sentence_time(state, s))), None)
     if when is None and not _ANSWER.search(state.low) and len(state.low.split()) > 20:
         return
     for m in earlier:
