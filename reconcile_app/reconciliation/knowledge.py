@@ -65,6 +65,7 @@ class Concept:
     related: tuple[str, ...]
     source: str
     purpose: tuple[str, ...] = ()  # what a patient says a remedy is "for" ("for my sugar")
+    diagnosis: tuple[str, bool] = ("medium", False)  # severity and safety of a new outside diagnosis
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class RedFlag:
     requires_conditions: tuple[str, ...]
     careplan: bool
     source: str
+    requires_classes: tuple[str, ...] = ()  # only with an active drug of these classes (a side effect)
 
     def matches(self, text: str) -> bool:
         """A pattern hit that is not negated just before it ("no chest pain", "without any dizziness")."""
@@ -197,6 +199,8 @@ class Knowledge:
     idioms: tuple[str, ...]
     soft_cues: tuple[str, ...]
     excess: tuple[re.Pattern[str], ...]
+    diet_conflicts: list[dict[str, Any]]
+    lapse: tuple[re.Pattern[str], ...]
     procedures: list[ProcedureConcept]
     sites: list[Site]
     smoking: dict[str, Any]
@@ -256,7 +260,8 @@ def load_knowledge() -> Knowledge:
         for r in _load("drug_classes.json")
     }
     drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]
-    conditions = {r["id"]: Concept(r["id"], _t(r["terms"]), _t(r["loinc"]), _t(r.get("related")), r["source"], _t(r.get("purpose"))) for r in _load("conditions.json")}
+    conditions = {r["id"]: Concept(r["id"], _t(r["terms"]), _t(r["loinc"]), _t(r.get("related")), r["source"], _t(r.get("purpose")),
+                           (r.get("diagnosis", ["medium", False])[0], bool(r.get("diagnosis", ["medium", False])[1]))) for r in _load("conditions.json")}
     vaccines = [Vaccine(r["id"], _t(r["terms"]), _t(r["cvx"]), bool(r["live"]), r["source"], _t(r.get("indications"))) for r in _load("vaccines.json")]
     measures = {
         r["kind"]: Measure(
@@ -269,7 +274,7 @@ def load_knowledge() -> Knowledge:
     red_flags = [
         RedFlag(r["id"], _compile(r["patterns"]), _compile(r.get("exclude_patterns", [])), r["severity"], bool(r["safety"]), r["label"],
                 _t(r["conditions"]), _t(r["classes"]), _t(r["loinc"]), _t(r.get("explained_by")), _t(r.get("requires_conditions")),
-                bool(r.get("careplan")), r["source"])
+                bool(r.get("careplan")), r["source"], _t(r.get("requires_classes")))
         for r in _load("red_flags.json")
     ]
     allergens = [Allergen(r["id"], _t(r["terms"]), _t(r["classes"]), _t(r["drugs"]), r["source"]) for r in _load("allergens.json")]
@@ -284,6 +289,7 @@ def load_knowledge() -> Knowledge:
         activity_groups=groups, restriction_cues=_t(careplan["restriction_cues"]), clause_breaks=_t(careplan["clause_breaks"]),
         conditional_breaks=_t(careplan["conditional_breaks"]), idioms=_t(careplan["idioms"]),
         soft_cues=_t(careplan["soft_cues"]), excess=tuple(re.compile(p) for p in careplan["excess_patterns"]),
+        diet_conflicts=list(careplan["diet_conflicts"]), lapse=tuple(re.compile(r"\b" + p) for p in careplan["lapse_patterns"]),
         procedures=procedures, sites=sites, smoking=_load("smoking.json"),
     )
     terms: dict[str, Drug] = {}
@@ -314,6 +320,7 @@ def table_rows() -> dict[str, list[dict[str, Any]]]:
         "sites": _load("sites.json"),
         "therapies": careplan["therapies"],
         "activity_groups": careplan["activity_groups"],
+        "diet_conflicts": careplan["diet_conflicts"],
         "smoking": smoking["status_codes"],
     }
 

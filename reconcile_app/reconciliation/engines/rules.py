@@ -75,6 +75,9 @@ _THIRD_PERSON = re.compile(
 )
 _FIRST_PERSON_USE = re.compile(r"\b(?:i|i'm|im|i've|ive|me|my)\b (?:\w+ ){0,3}(?:take|taking|took|use|using|used|started|on|tried|had|have)\b|\bgave me\b|\bput me\b|\bstarted me\b")
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
+# chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
+_DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
+                    "hiv", "cancer", "stroke", "vte", "liver_disease", "transplant", "bipolar"}
 _OTC_CLASSES = {"acetaminophen", "antihistamine", "nsaid", "supplement", "iron", "ppi", "sleep_aid"}
 
 
@@ -547,6 +550,10 @@ class RulesReconciler(Reconciler):
         drug_entries = ctx.idx.match_meds(mention) if mention.drugs else None
         if drug_entries:
             v.cite(*drug_entries.active, *drug_entries.historical, *drug_entries.error)
+        if mention.drugs:
+            # an unrecorded drug reaction: the next prescriber will not know to avoid it
+            v.safety = True
+            v.rule = "allergy-new-drug-reaction"
         self._anaphylaxis(v, quote, ctx)
         return v
 
@@ -566,6 +573,7 @@ class RulesReconciler(Reconciler):
             # inside a medication memory only the flags about that drug's own use count (rescue inhaler overuse)
             flags = [f for f in flags if set(f.classes) & only_classes and f.careplan]
         flags = [f for f in flags if not f.requires_conditions or ctx.idx.conditions_for(set(f.requires_conditions))]
+        flags = [f for f in flags if not f.requires_classes or ctx.idx.meds_of_classes(set(f.requires_classes))]
         session = regex_text(ctx.session_text)
         kept = []
         for flag in flags:
@@ -672,7 +680,14 @@ class RulesReconciler(Reconciler):
         elif diagnosed:
             v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
                         f"Patient reports a diagnosis of {labels} that is not in the record.")
+            for c in concepts:
+                if c in self.kb.conditions:
+                    v.raise_to(*self.kb.conditions[c].diagnosis)
         else:
+            # a passing mention of a common complaint ("my allergies", "anxious about it") is chatter; only a
+            # chronic disease the tables rate for a diagnosis is worth a reviewer's look when the record lacks it
+            if not any(c in self.kb.conditions and c in _DIAGNOSIS_RATED for c in concepts) or status not in ("", "ongoing", "new", "worse"):
+                return Verdict(NCR, Cat.CONDITION, "condition-mention", explanation="A passing mention; no diagnosis reported.")
             v = Verdict(GAP, Cat.CONDITION, "condition-undocumented", Severity.LOW, False,
                         f"Patient reports {labels}, which the record does not list.")
         related = {r for c in concepts if c in self.kb.conditions for r in self.kb.conditions[c].related}
@@ -870,10 +885,13 @@ class RulesReconciler(Reconciler):
     def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
         quote = regex_text(m.quote)
         text = " ".join([_attr(m, "name"), m.content, m.quote])
-        normed = norm(text)
-        stopped = _attr(m, "action").lower() in ("stopped", "skipped") or bool(_STOP.search(quote)) or m.assertion == Assertion.NEGATED
+        quote_stems = stems(set(norm(m.quote).split()))
+        stopped = (_attr(m, "action").lower() in ("stopped", "skipped") or bool(_STOP.search(quote)) or m.assertion == Assertion.NEGATED
+                   or any(p.search(quote) for p in self.kb.lapse))
         for therapy in self.kb.therapies:
-            if any(f" {norm(t).strip()} " in normed for t in therapy.terms) and stopped and m.assertion != Assertion.HISTORICAL:
+            # order-free, inflection-free term match in the patient's words ("haven't checked my blood sugar")
+            named = any(stems(set(norm(t).split())) <= quote_stems for t in therapy.terms)
+            if named and stopped and m.assertion != Assertion.HISTORICAL:
                 plans = ctx.idx.careplans_mentioning(therapy.terms)
                 conds = ctx.idx.conditions_for(set(therapy.conditions))
                 if not plans and not conds:
@@ -903,6 +921,9 @@ class RulesReconciler(Reconciler):
                     v.cite(*partners[:3])
                     v.explanation += f" Interaction: {why}."
             return v
+        diet = self._diet_conflict(m, ctx)
+        if diet is not None:
+            return diet
         mention = drugs_in_text(" ".join([_attr(m, "name"), m.quote]), self.kb, fuzzy=False)
         if mention.drugs and any(c not in ("supplement",) for d in mention.drugs for c in d.classes):
             return self._medication(m, ctx)
@@ -911,6 +932,24 @@ class RulesReconciler(Reconciler):
             return flag
         return Verdict(NCR, Cat.CAREPLAN, "care-activity", explanation="Routine care activity; nothing conflicts with the record.")
 
+    def _diet_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """A habitual food or drink against a documented diet (a low-salt plan and fast food every day)."""
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        quote = regex_text(m.quote)
+        if not any(p.search(quote) for p in self.kb.excess) or _STOP.search(quote):
+            return None
+        normed = norm(m.quote)
+        for row in self.kb.diet_conflicts:
+            if not any(f" {norm(t).strip()} " in normed for t in row["members"]):
+                continue
+            plans = ctx.idx.careplans_mentioning(row["plan_terms"])
+            if plans:
+                v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-diet-{row['id']}", row["severity"], bool(row["safety"]),
+                            "Patient reports a habit that goes against the documented diet in the care plan.")
+                return v.cite(plans[0])
+        return None
+
     def _lifestyle(self, m: MemoryDraft, ctx: Context) -> Verdict:
         smoking = self._smoking(m, ctx, _text(m))
         if smoking is not None:
@@ -918,7 +957,7 @@ class RulesReconciler(Reconciler):
         hit = self._restriction_hit(m, ctx)
         if hit is not None:
             return self._care_activity(m, ctx)
-        return Verdict(NCR, Cat.CAREPLAN, "lifestyle", explanation="Routine or context; no clinical content to reconcile.")
+        return self._diet_conflict(m, ctx) or Verdict(NCR, Cat.CAREPLAN, "lifestyle", explanation="Routine or context; no clinical content to reconcile.")
 
     def _smoking(self, m: MemoryDraft, ctx: Context, text: str) -> Verdict | None:
         sm = self.kb.smoking
