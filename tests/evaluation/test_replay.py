@@ -20,6 +20,7 @@ from reconcile_app.transcripts.models import Upload
 from tests.transcripts.fakes import fakes_installed
 
 ROOT = Path(__file__).resolve().parents[2]
+PATIENTS = ("p08", "p09")  # the two shortest conversations keep the default run quick; CI replays all ten
 REAL_ENGINES = all(
     importlib.util.find_spec(m) is not None
     for m in ("reconcile_app.narrative.engines.rules", "reconcile_app.reconciliation.engines.rules")
@@ -39,7 +40,7 @@ def engines() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def replayed(dev_set: Path, tmp_path_factory, django_db_blocker) -> Path:  # type: ignore[no-untyped-def]
     out = tmp_path_factory.mktemp("results")
-    args = ["replay", str(dev_set), "--out", str(out), "--patients", "p01,p02", "--no-progress"]
+    args = ["replay", str(dev_set), "--out", str(out), "--patients", ",".join(PATIENTS), "--no-progress"]
     with django_db_blocker.unblock():
         if REAL_ENGINES:
             call_command(*args, stdout=StringIO(), stderr=StringIO())
@@ -58,8 +59,8 @@ def _check_against_transcript(results: dict, transcript: dict) -> None:
 
 
 def test_replay_writes_one_conforming_results_file_per_patient(replayed: Path, dev_set: Path):
-    assert sorted(p.name for p in replayed.iterdir()) == ["p01.json", "p02.json"]
-    for name in ("p01", "p02"):
+    assert sorted(p.name for p in replayed.iterdir()) == [f"{p}.json" for p in PATIENTS]
+    for name in PATIENTS:
         results = json.loads((replayed / f"{name}.json").read_text())
         _check_against_transcript(results, json.loads((dev_set / name / "transcript.json").read_text()))
         assert results["memories"], "the replay produced no memory at all"
@@ -71,31 +72,31 @@ def test_replay_writes_one_conforming_results_file_per_patient(replayed: Path, d
 def test_replay_leaves_the_apps_own_database_untouched(dev_set: Path, tmp_path: Path):
     Upload.objects.create(source="ui", raw=b"x", sha256="0" * 64, size=1)
     with fakes_installed():  # mechanics only: which database was written
-        call_command("replay", str(dev_set), "--out", str(tmp_path), "--patients", "p03", "--no-progress", stdout=StringIO(), stderr=StringIO())
+        call_command("replay", str(dev_set), "--out", str(tmp_path), "--patients", "p10", "--no-progress", stdout=StringIO(), stderr=StringIO())
     assert list(Upload.objects.values_list("source", flat=True)) == ["ui"]  # the test database, as it was
-    assert (tmp_path / "p03.json").is_file()
+    assert (tmp_path / "p10.json").is_file()
 
 
 def test_evaluate_prints_the_scores_table_per_category_and_kind(replayed: Path, dev_set: Path):
     out = StringIO()
-    call_command("evaluate", str(dev_set), str(replayed), "--patients", "p01,p02", stdout=out, stderr=StringIO())
+    call_command("evaluate", str(dev_set), str(replayed), "--patients", ",".join(PATIENTS), stdout=out, stderr=StringIO())
     text = out.getvalue()
     for heading in ("detection_rate", "resource_informed_detection", "safety_recall_strict", "false_discrepancies_per_plain_session",
                     "By category", "By kind", "Missed scenarios", "False discrepancies", "Trap violations"):
         assert heading in text
-    expected = sum(len(json.loads((dev_set / p / "labels.json").read_text())["scenarios"]) for p in ("p01", "p02"))
+    expected = sum(len(json.loads((dev_set / p / "labels.json").read_text())["scenarios"]) for p in PATIENTS)
     assert re.search(rf"^scenarios\s+{expected}\s*$", text, re.MULTILINE)
 
 
 def test_evaluate_isolated_reports_the_cascade(replayed: Path, dev_set: Path, django_db_blocker, engines, tmp_path: Path):
     out = StringIO()
     with django_db_blocker.unblock():
-        call_command("evaluate", str(dev_set), str(replayed), "--patients", "p01", "--isolated", "--json", str(tmp_path / "s.json"),
+        call_command("evaluate", str(dev_set), str(replayed), "--patients", PATIENTS[0], "--isolated", "--json", str(tmp_path / "s.json"),
                      "--verbosity", "0", stdout=out, stderr=StringIO())
     text = out.getvalue()
     assert "Isolated (Dimension 2) vs end to end (Dimension 3)" in text and "cascade" in text
     numbers = json.loads((tmp_path / "s.json").read_text())
-    assert numbers["isolated"]["scenarios"] == len(json.loads((dev_set / "p01" / "labels.json").read_text())["scenarios"])
+    assert numbers["isolated"]["scenarios"] == len(json.loads((dev_set / PATIENTS[0] / "labels.json").read_text())["scenarios"])
 
 
 @pytest.mark.services
