@@ -87,7 +87,9 @@ _PSEUDO = [
     "if that's what", "if thats what", "even if", "as if", "what if", "no more", "not anymore", "no longer",
     "not yet", "would you", "could you", "will you", "if you", "not a big deal", "nothing new", "nothing else",
     "don't know if", "dont know if", "might have", "may have", "could be", "could have", "i think maybe", "not even",
-    "never mind", "not that bad", "no big deal", "not really sure",
+    "never mind", "not that bad", "no big deal", "not really sure", "not great", "not good", "not so great", "not so good",
+    "not well", "not too good", "not too well", "not doing great", "not doing well", "not the best", "not much", "not really",
+    "not gonna lie", "no idea", "no clue", "not a lot", "no time", "not fun",
 ]
 
 TERMINATORS = frozenset(
@@ -264,12 +266,12 @@ class Person:
 
 
 def find_people(words: list[str], names: set[int] | None = None, clinician_context: bool = False,
-                skip: set[int] | None = None) -> list[Person]:
+                skip: set[int] | None = None, relation_hint: str = "") -> list[Person]:
     """Experiencer triggers in token order. `names` are token indexes of capitalised person names."""
     names = names or set()
     skip = skip or set()
     out: list[Person] = []
-    last_relation = ""
+    last_relation = relation_hint  # "How's your son?" -> "he" in the answer is the son
     last_was_clinician = clinician_context
     n = len(words)
     for i, w in enumerate(words):

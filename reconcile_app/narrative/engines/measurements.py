@@ -38,7 +38,7 @@ def _clean(v: float) -> float | int:
 
 
 _N = r"(\d{1,3}(?:\.\d{1,2})?)"
-_BP = re.compile(r"(?<![\d/.])(\d{2,3})\s*(?:/|over|\\)\s*(\d{2,3})(?![\d/])")
+_BP = re.compile(r"(?<![\d/.])(\d{2,3})(s)?\s*(?:/|over|\\)\s*(\d{2,3})(s)?(?![\d/])")
 _BP_WORD = re.compile(r"\b(?:blood pressure|bp|pressure|systolic|top number)\b")
 _BP_SINGLE = re.compile(r"\b(?:blood pressure|bp|pressure|systolic|top number)\b[^.!?\d]{0,40}?(?:(under|below|over|above|in the|around|about|like)\s+)?(\d{2,3})(s)?\b")
 _GLUCOSE_KEY = re.compile(r"\b(?:blood sugars?|sugars?|glucose|fasting|meter|bg|cbg|fingerstick|finger stick|readings?|numbers?)\b")
@@ -59,18 +59,20 @@ _TOBACCO = re.compile(
 _TOBACCO_RATE = re.compile(r"\b(\d{1,2})\s*(?:-|to)?\s*(\d{1,2})?\s+(?:a|per)\s+day\b")
 
 _QUAL = r"(high|low|up|down|elevated|through the roof|all over the place|crazy|nuts|out of control|running high|running low|sky high|dropping|bottoming out)"
-_SUGAR_WORDS = re.compile(r"\b(blood sugars?|sugars?|glucose|sugar levels?|sugar numbers?)\b[^.!?\d]{0,30}?\b" + _QUAL + r"\b")
-_PRESSURE_WORDS = re.compile(r"\b(blood pressure|bp|pressure)\b[^.!?\d]{0,30}?\b" + _QUAL + r"\b")
+_LINK = r"(?:'s|\s)\s*(?:has |have |had )?(?:been |is |was |were |are |running |went |goes |going |gone |got |gets |getting |stays? |staying |keeps? )+(?:\w+ ){0,2}?"
+_SUGAR_WORDS = re.compile(r"\b(blood sugars?|sugars?|glucose|sugar levels?|sugar numbers?)" + _LINK + _QUAL + r"\b")
+_PRESSURE_WORDS = re.compile(r"\b(blood pressure|bp|pressure)" + _LINK + _QUAL + r"\b")
+_SMOKING = re.compile(r"\b(smok(?:e|es|ed|ing|er)|cigarettes?|cigs|vap(?:e|es|ed|ing)|tobacco|nicotine|chewing tobacco|dip)\b")
 _PAIN_SCORE = re.compile(r"\b(?:pain|it|hurts?|ache)\b[^.!?]{0,20}?\b(?:is |was |like |at |about |a )*(\d{1,2})\s*(?:/\s*10|out of (?:10|ten))")
 _ALCOHOL = re.compile(
     r"\b(?P<n>\d{1,2}(?:\s*(?:-|to)\s*\d{1,2})?|a few|few|a couple(?: of)?|couple(?: of)?|several)\s+"
     r"(?:beers?|drinks?|glasses of wine|glasses|shots of \w+|cocktails?|margaritas?|seltzers?)\b"
     r"(?:\s+(?:a|per|every)\s+(?P<per>day|night|week|weekend))?")
-_LAB_NAMES = {"ldl": "ldl", "hdl": "hdl", "cholesterol": "cholesterol", "triglycerides": "triglycerides", "potassium": "potassium",
+_LAB_NAMES = {"ejection fraction": "ejection fraction", "ef": "ejection fraction", "ldl": "ldl", "hdl": "hdl", "cholesterol": "cholesterol", "triglycerides": "triglycerides", "potassium": "potassium",
               "sodium": "sodium", "creatinine": "creatinine", "egfr": "egfr", "gfr": "egfr", "tsh": "tsh", "hemoglobin": "hemoglobin",
               "hgb": "hemoglobin", "platelets": "platelets", "psa": "psa", "ferritin": "ferritin", "b12": "b12", "vitamin d": "vitamin d",
               "kidney function": "egfr", "white count": "wbc", "wbc": "wbc", "iron": "iron"}
-_LAB = re.compile(r"\b(ldl|hdl|cholesterol|triglycerides|potassium|sodium|creatinine|egfr|gfr|tsh|hemoglobin|hgb|platelets|psa|"
+_LAB = re.compile(r"\b(ejection fraction|ef|ldl|hdl|cholesterol|triglycerides|potassium|sodium|creatinine|egfr|gfr|tsh|hemoglobin|hgb|platelets|psa|"
                   r"ferritin|b12|vitamin d|kidney function|white count|wbc|iron)\b(?: level| levels| number| count)?[^.!?\d]{0,20}?"
                   r"(\d{1,4}(?:\.\d{1,2})?)(?!\s*(?:mg\b|mcg|pills?|tabs?|times|days|weeks))")
 _PEAK_FLOW = re.compile(r"\bpeak flow\b\D{0,15}?(\d{2,3})\b")
@@ -111,9 +113,10 @@ def find_measurements(low: str) -> list[Measurement]:
         if 0.5 <= v <= 10 and free(m.start(1), m.end(1)):
             claim(Measurement("inr", v, m.start(), m.end(), unit="", setting=setting))
     for m in _BP.finditer(low):
-        s, d = float(m.group(1)), float(m.group(2))
+        s, d = float(m.group(1)), float(m.group(3))
         if 60 <= s <= 260 and 30 <= d <= 160 and s > d and free(m.start(), m.end()):
-            claim(Measurement("blood_pressure", s, m.start(), m.end(), value2=d, unit="mm[Hg]", setting=setting))
+            claim(Measurement("blood_pressure", s, m.start(), m.end(), value2=d, unit="mm[Hg]", setting=setting,
+                              qualifier="range" if m.group(2) or m.group(4) else ""))
     for m in _BP_SINGLE.finditer(low):
         v = float(m.group(2))
         if 60 <= v <= 260 and free(m.start(2), m.end(2)):
@@ -165,6 +168,11 @@ def find_measurements(low: str) -> list[Measurement]:
     for m in _LAB.finditer(low):
         if free(m.start(2), m.end(2)):
             claim(Measurement("lab:" + _LAB_NAMES.get(m.group(1), m.group(1)), float(m.group(2)), m.start(), m.end(), setting=setting))
+    if not any(f.kind == "tobacco_use" for f in found):
+        m = _SMOKING.search(low)
+        if m and free(m.start(), m.end()):
+            quit_ = re.search(r"\b(quit|stopped|gave up|don'?t|never|no longer|not)\b", low[max(0, m.start() - 25) : m.end() + 5])
+            claim(Measurement("tobacco_use", None, m.start(), m.end(), qualifier="former" if quit_ else "current"))
     for m in _PEAK_FLOW.finditer(low):
         if free(m.start(1), m.end(1)):
             claim(Measurement("peak_flow", float(m.group(1)), m.start(), m.end(), unit="L/min"))

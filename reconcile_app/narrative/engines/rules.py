@@ -110,7 +110,7 @@ _STATUS_WORDS = [
     (re.compile(r"\b(is gone|are gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|fading|disappeared)\b"), "resolved"),
     (re.compile(r"\b(worse|worsening|getting worse|more often|bad again|flared|flare|flaring|acting up)\b"), "worse"),
     (re.compile(r"\b(better|improving|improved|less|easing|calmed down)\b"), "better"),
-    (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|i have|tested positive)\b"), "diagnosed"),
+    (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|tested positive)\b"), "diagnosed"),
     (re.compile(r"\b(new|started|just started|began|since|first time|for the first time|suddenly)\b"), "new"),
     (re.compile(r"\b(still|always|again|ongoing|chronic|every day|all the time|constant)\b"), "ongoing"),
 ]
@@ -168,7 +168,8 @@ _NOT_A_PERSON = frozenset(
     """
     it that this what which who everything something nothing anything everyone someone work life knee back leg arm
     sugar pressure bp weight heart doctor doc nurse insurance pharmacy medicine med meds pill pills shot everybody
-    mine yours dog cat which while now then there here also still just only really that's thats
+    mine yours which while now then there here also still just only really that's thats where how when why who
+    let today tomorrow yesterday tonight everyone's nobody they them their you your we us our he she him her his
     """.split()
 )
 _NAME_NEXT = frozenset(
@@ -303,7 +304,7 @@ class RulesExtractor(Extractor):
             names = _names(text, sent, words)
             triggers = ctx.find_assertion_triggers(words)
             skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
-            people = ctx.find_people(words, names, clinician_context, skip=skip)
+            people = ctx.find_people(words, names, clinician_context, skip=skip, relation_hint=carry)
             if carry and not any(p.kind in ("self", "other", "owner") for p in people):
                 # the coach asked about someone else ("How's your husband?"): the answer is about them
                 # until the patient speaks of themself. Sentences do not otherwise inherit another person:
@@ -328,6 +329,8 @@ class RulesExtractor(Extractor):
                 continue
             if kind == "care" and hit.tok_end < len(words) and words[hit.tok_end] in ("high", "low", "out", "late", "behind", "around", "errands"):
                 continue  # "running high", "ran out": not exercise
+            if kind == "care" and entry.canonical == "running" and re.search(r"\b(pressure|bp|sugars?|numbers|glucose|readings?)\b", sent.low[: hit.start]):
+                continue  # "pressure's been running in the 90s"
             if any(m.category == _KIND_CATEGORY.get(kind, "allergy") and m.name == entry.canonical for m in out):
                 continue  # one memory per thing per sentence
             if kind == "drug_class" and named_drug and entry.canonical in ("inhaler", "antibiotic"):
@@ -373,6 +376,9 @@ class RulesExtractor(Extractor):
                 mention.name = entry.canonical
                 mention.attributes = {"name": entry.canonical, "detail": hit.term}
                 act = _care_action(sent.low)
+                if res.negation_at >= 0 and any(w in _CARE_VERBS for w in words[res.negation_at + 1 : hit.tok_start + 1]):
+                    act = "stopped"  # "haven't been to rehab in 3 weeks", "not wearing the brace"
+                    mention.assertion = Assertion.AFFIRMED
                 if act:
                     mention.attributes["action"] = act
             if entry.record_ref:
@@ -483,8 +489,10 @@ class RulesExtractor(Extractor):
             if m:
                 substance = m.group(1).strip()
                 drug_here = next((x for x in out if x.category == MemoryCategory.MEDICATION and x.attributes.get("drug")), None)
+                if drug_here is None:
+                    drug_here = next((x for x in out if x.category == MemoryCategory.MEDICATION and x.attributes.get("drug_class")), None)
                 if drug_here is not None and drug_here.start >= sent.start + m.start(1):
-                    substance = drug_here.attributes["drug"]
+                    substance = drug_here.attributes.get("drug") or drug_here.attributes.get("drug_class") or substance
                 if substance.split()[0] not in _STOP_CONDITION:
                     tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(1)), 0)
                     res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
@@ -709,8 +717,9 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
     out: set[int] = set()
     for i, (word, s, _) in enumerate(sent.tokens):
         pos = sent.start + s
+        base = word[:-2] if word.endswith("'s") else word
         if pos >= len(text) or not text[pos].isupper() or word in _CAPITAL_NOT_NAME or word in ctx.OTHER_PRONOUNS \
-                or word in ctx.SELF_WORDS:
+                or word in ctx.SELF_WORDS or base in _NOT_A_PERSON or base in _CAPITAL_NOT_NAME:
             continue
         raw = text[pos : pos + len(word)]
         if raw.isupper() and len(raw) > 1:
@@ -746,6 +755,8 @@ def _clause_around(sent: Sentence, start: int, end: int) -> str:
 
 
 def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
+    if res.negation_at >= 0 and words[res.negation_at] in ("without", "no") and 0 <= hit.tok_start - res.negation_at <= 3:
+        return "stopped", ""  # "without my januvia", "no more advil"
     if res.negation_at >= 0:
         after = words[res.negation_at + 1 : res.negation_at + 4]
         if any(w in _INTAKE for w in after) or any(w in ("on", "been") for w in after):
@@ -806,8 +817,13 @@ def _stated_status(sentence: str, hit: Hit | None) -> str:
     return ""
 
 
+_CARE_VERBS = frozenset("been gone done doing used using use wear wearing worn going went go do tried trying checking checked "
+                        "check followed following".split())
+
+
 def _care_action(sentence: str) -> str:
-    if re.search(r"\b(quit|stopped|stop|gave up|haven't|havent|not using|don't use|dont use|cant stand|can't stand)\b", sentence):
+    if re.search(r"\b(quit|stopped|stop|gave up|give up|giving up|haven't|havent|not using|don't use|dont use|cant stand|"
+                 r"can't stand|fell off|off the|cheating on|skipping|skipped|dropped out|ditched|no longer)\b", sentence):
         return "stopped"
     if re.search(r"\b(started|start|began|signed up|joined|bought|new)\b", sentence):
         return "started"
