@@ -193,7 +193,6 @@ def main() -> None:
 
     client = Client()
     client.force_login(nurse)
-    rng = random.Random(11)
     patients = list(Patient.objects.values_list("pk", flat=True)[:500])
     page = selectors.triage_queue_page(filters={"status": "open", "sort": "urgency"}, user=nurse)
     cursors = {"page2": page.next_cursor}
@@ -203,32 +202,42 @@ def main() -> None:
         filters = {**filters, "after": p.next_cursor}
     cursors["page20"] = filters["after"]
 
-    for _ in range(10):  # warm-up: connections, template cache, plan cache
-        client.get("/triage/")
-    timings: dict[str, list[float]] = {}
-    queries: list[int] = []
-    for n in range(args.requests):
-        name, params = rng.choice(typical_filters(rng, patients, cursors))
-        start = time.perf_counter()
-        with CaptureQueriesContext(connection) as captured:
-            response = client.get("/triage/", params)
-        elapsed = (time.perf_counter() - start) * 1000
-        assert response.status_code == 200, (name, response.status_code)
-        timings.setdefault(name, []).append(elapsed)
-        queries.append(len(captured))
-    every = sorted(t for ts in timings.values() for t in ts)
-
     def pct(values: list[float], q: float) -> float:
         values = sorted(values)
         return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
-    print(f"\nqueue page, {len(every)} requests over {len(timings)} filters (ms; Django test client, full middleware + audit insert + render)")
-    print(f"  overall  p50 {statistics.median(every):6.1f}  p95 {pct(every, 0.95):6.1f}  max {every[-1]:6.1f}   "
-          f"queries/request {statistics.median(queries):.0f}")
-    for name, ts in sorted(timings.items(), key=lambda kv: -pct(kv[1], 0.95)):
-        print(f"  {name:22s} n={len(ts):3d}  p50 {statistics.median(ts):6.1f}  p95 {pct(ts, 0.95):6.1f}  max {max(ts):6.1f}")
-    verdict = "PASS" if pct(every, 0.95) < 150 else "FAIL"
-    print(f"\n{verdict}: p95 {pct(every, 0.95):.1f} ms (target < 150 ms)")
+    def run(label: str, *, cold: bool) -> float:
+        from django.core.cache import cache
+
+        for _ in range(10):  # warm-up: connections, template cache, plan cache
+            client.get("/triage/")
+        timings: dict[str, list[float]] = {}
+        queries: list[int] = []
+        rng = random.Random(11)
+        for _ in range(args.requests):
+            name, params = rng.choice(typical_filters(rng, patients, cursors))
+            if cold:
+                cache.clear()
+            start = time.perf_counter()
+            with CaptureQueriesContext(connection) as captured:
+                response = client.get("/triage/", params)
+            elapsed = (time.perf_counter() - start) * 1000
+            assert response.status_code == 200, (name, response.status_code)
+            timings.setdefault(name, []).append(elapsed)
+            queries.append(len(captured))
+        every = sorted(t for ts in timings.values() for t in ts)
+        print(f"\n{label}: queue page, {len(every)} requests over {len(timings)} filters "
+              "(ms; Django test client: full middleware, audit insert, render)")
+        print(f"  overall  p50 {statistics.median(every):6.1f}  p95 {pct(every, 0.95):6.1f}  max {every[-1]:6.1f}   "
+              f"queries/request {statistics.median(queries):.0f}")
+        for name, ts in sorted(timings.items(), key=lambda kv: -pct(kv[1], 0.95)):
+            print(f"  {name:22s} n={len(ts):3d}  p50 {statistics.median(ts):6.1f}  p95 {pct(ts, 0.95):6.1f}  max {max(ts):6.1f}")
+        return pct(every, 0.95)
+
+    warm = run("facet counts cached (as deployed: 30 s, invalidated by every triage write)", cold=False)
+    cold = run("facet counts recomputed on every request (cache cleared before each)", cold=True)
+    print(f"\n{'PASS' if warm < 150 else 'FAIL'}: p95 {warm:.1f} ms as deployed (target < 150 ms); "
+          f"{cold:.1f} ms with counts never cached; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
     now = timezone.now()
     default = {"status": "open", "sort": "urgency"}
@@ -240,13 +249,14 @@ def main() -> None:
     explain("safety-critical page", safety.order_by("band", "created_at", "id")[:51])
     mine = selectors.triage_item_filter(filters={**default, "mine": True, "status": "in_review"}, user=nurse, now=now)
     explain("assigned to me", mine.order_by("band", "created_at", "id")[:51])
-    explain("status counts (all other filters applied)",
-            selectors.triage_item_filter(filters=default, user=nurse, now=now, skip_status=True).values_list("status")
-            .annotate(n=django.db.models.Count("id")).values_list("status", "n"))
-    print("\n--- counts aggregate (facets over the open set): timing")
-    start = time.perf_counter()
-    selectors.triage_queue_counts(filters=default, user=nurse, now=now)
-    print(f"  {1000 * (time.perf_counter() - start):.1f} ms for both count queries")
+    explain("facet counts over the open set (one aggregate)",
+            base_qs.values("band").annotate(n=django.db.models.Count("id")))  # same scan as the aggregate
+    with CaptureQueriesContext(connection) as captured:
+        selectors._counts_compute(filters=default, user=nurse, now=now)
+    print("\n--- EXPLAIN ANALYZE: the facet aggregate as issued")
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + captured.captured_queries[-1]["sql"])
+        print("\n".join(r[0] for r in cur.fetchall()))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,10 @@ class TriageItem(models.Model):
             # The queue's default page: open items in urgency order. Partial, so closed
             # items (the bulk after months of use) never bloat it.
             models.Index(fields=["band", "created_at", "id"], condition=Q(status__in=OPEN_STATUSES), name="triage_open_urgency_idx"),
+            # Facet counts over the open set as an index-only scan (PostgreSQL; other databases
+            # build it without the included columns).
+            models.Index(fields=["band"], include=["status", "kind", "category", "safety_critical", "sla_due_at", "created_at", "assignee"],
+                         condition=Q(status__in=OPEN_STATUSES), name="triage_open_facets_idx"),
             # Same order over every status (status filter = any/closed).
             models.Index(fields=["status", "band", "created_at", "id"], name="triage_status_urgency_idx"),
             # One patient's items (clinician view, patient filter, CDS Hooks).

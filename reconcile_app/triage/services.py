@@ -22,6 +22,7 @@ from reconcile_app.reconciliation.models import Finding
 from . import client
 from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageNote, WriteBack
 from .routing import RoutingFacts, RuleSpec, resource_types_text, route, severity_rank, urgency_band
+from .selectors import counts_invalidate
 from .writeback import BUILDERS, WriteBackFacts
 
 logger = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ def triage_items_route(*, findings: Iterable[Finding]) -> list[TriageItem]:
                          details={"rule": rule.id if rule else None, "queue": item.queue[:80]})
             if rule is not None:
                 _action_perform(item=item, action=rule.action)
+            counts_invalidate()
             created.append(item)
     return created
 
@@ -205,6 +207,7 @@ def _transition(
             TriageEvent.objects.create(item=item, actor=user, action=action, from_status=from_status, to_status=to, note=note[:300])
             audit_record(action=f"triage.{action}", actor=user, patient_pk=item.patient_id, object_type="finding",
                          object_id=item.finding_id, details={"from": from_status, "to": to})
+    counts_invalidate()
     if not changed:
         # Audited outside the (rolled-back) transaction of a caller that lets the refusal propagate.
         current = TriageItem.objects.filter(pk=item.pk).values_list("status", flat=True).first()

@@ -26,7 +26,7 @@ from .access import launched_patient_pk, triage_item_get_for_user, writeback_get
 from .charts import ratio_bars, stacked_bars
 from .forms import STATUS_CHOICES, AssignForm, BulkForm, DecisionForm, DismissForm, NoteForm, QueueFilterForm, RoutingRuleForm
 from .models import RoutingRule, TriageAlert, TriageItem
-from .presenters import queue_rows
+from .presenters import filter_selects, queue_rows, select_html
 
 STAFF = (Role.NURSE, Role.ADMIN)
 ALL = (Role.NURSE, Role.ADMIN, Role.CLINICIAN)
@@ -56,8 +56,12 @@ def queue(request: AppHttpRequest) -> HttpResponse:
         "form": form, "filters": filters, "page": page, "counts": counts, "rows": queue_rows(page.items, now=timezone.now()),
         "next_query": _query_with(request, after=page.next_cursor) if page.next_cursor else "",
         "first_query": _query_with(request, after=None) if filters.get("after") else "",
-        "alerts": selectors.alerts_open(), "bulk_form": BulkForm(), "now_value": timezone.now(),
-        "status_counts": [(value, label, counts["status"].get(value, 0)) for value, label in STATUS_CHOICES],
+        "alerts": selectors.alerts_open(), "selects": filter_selects(form, filters),
+        "bulk_selects": {
+            "assignee": select_html(name="assignee", selected="", choices=[("", "---------")] + [(u.pk, u.username) for u in selectors.nurse_choices()]),
+            "reason": select_html(name="reason", selected="", choices=BulkForm.base_fields["reason"].choices),
+        },
+        "status_counts": [(value, label, counts["status"].get(value)) for value, label in STATUS_CHOICES],
     }
     template = "triage/queue.html#queue-rows" if request.htmx and not request.htmx.boosted else "triage/queue.html"
     return render(request, template, context)

@@ -19,6 +19,16 @@ def _eager_tasks() -> Iterator[None]:
         app.conf.task_always_eager, app.conf.task_eager_propagates = old
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Facet counts are cached; a test must never see counts cached by an earlier one."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def eager_retries(_eager_tasks: None) -> Iterator[None]:
     """Eager tasks re-run their retries in place only when errors do not propagate (as on a worker)."""

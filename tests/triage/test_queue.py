@@ -40,7 +40,7 @@ def test_filters_narrow_the_rows_and_counts_follow(nurse_client):
     response = nurse_client.get(URL, {"safety": "yes"})
     assert _ids(response) == [a.finding_id]
     assert response.context["counts"]["total"] == 1
-    assert response.context["counts"]["status"]["open"] == 1
+    assert response.context["counts"]["status"] == {"new": 1, "in_review": 0, "escalated": 0}
     gap = nurse_client.get(URL, {"kind": "gap", "resource_type": "AllergyIntolerance", "category": "allergy"})
     assert len(_ids(gap)) == 1 and _ids(gap) != [a.finding_id]
     assert nurse_client.get(URL, {"resource_type": "Condition"}).context["counts"]["total"] == 0
@@ -113,3 +113,13 @@ def test_hostile_text_is_escaped(nurse_client):
     item_create(patient=patient)
     body = nurse_client.get(URL).content.decode()
     assert "<script>alert(1)</script>" not in body and "&lt;script&gt;" in body
+
+
+def test_cached_counts_follow_a_decision_at_once(nurse_client, nurse):
+    from reconcile_app.triage.services import triage_item_dismiss
+
+    item = item_create()
+    assert nurse_client.get(URL).context["counts"]["total"] == 1
+    assert nurse_client.get(URL).context["counts"]["total"] == 1  # served from the cache
+    triage_item_dismiss(item=item, user=nurse, reason="duplicate")
+    assert nurse_client.get(URL).context["counts"]["total"] == 0
