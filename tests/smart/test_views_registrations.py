@@ -94,3 +94,19 @@ def test_admin_generates_a_key_pair_and_sees_only_the_public_half(admin_client, 
     assertion = registration_assertion(registration=registration)
     claims = jwt.decode(assertion, jwt.PyJWK(published).key, algorithms=["RS384"], audience="https://ehr.example/t")
     assert claims["iss"] == "c"
+
+
+def test_django_admin_never_shows_tokens_or_keys(client, db) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import User
+
+    from reconcile_app.smart.models import SmartLaunch
+
+    pem, _ = key_pair("rsa")
+    registration = EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c", private_key_pem=pem)
+    launch = SmartLaunch.objects.create(registration=registration, kind="ehr", status="active",
+                                        client_state={"server": {"auth": {"access_token": "secret-access-token"}}})
+    client.force_login(User.objects.create_superuser("root", "root@example.org", "x" * 12))
+    page = client.get(f"/django-admin/smart/smartlaunch/{launch.pk}/change/").content.decode()
+    assert "secret-access-token" not in page and "ehr.example" in page
+    page = client.get(f"/django-admin/smart/ehrregistration/{registration.pk}/change/").content.decode()
+    assert "PRIVATE KEY" not in page and "ehr.example" in page
