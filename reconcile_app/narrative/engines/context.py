@@ -49,7 +49,8 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     ("plan to", HYPOTHETICAL, FWD, 8), ("planning to", HYPOTHETICAL, FWD, 8), ("planning on", HYPOTHETICAL, FWD, 8),
     ("going to", HYPOTHETICAL, FWD, 6), ("gonna", HYPOTHETICAL, FWD, 6), ("want to", HYPOTHETICAL, FWD, 6),
     ("wanna", HYPOTHETICAL, FWD, 6), ("wants me to", HYPOTHETICAL, FWD, 8), ("wanted me to", HYPOTHETICAL, FWD, 8),
-    ("want me to", HYPOTHETICAL, FWD, 8), ("talked about", HYPOTHETICAL, FWD, 8), ("talking about", HYPOTHETICAL, FWD, 8),
+    ("want me to", HYPOTHETICAL, FWD, 8), ("want me", HYPOTHETICAL, FWD, 6), ("wants me", HYPOTHETICAL, FWD, 6),
+    ("wanted me", HYPOTHETICAL, FWD, 6), ("talked about", HYPOTHETICAL, FWD, 8), ("talking about", HYPOTHETICAL, FWD, 8),
     ("ask about", HYPOTHETICAL, FWD, 8), ("ask him about", HYPOTHETICAL, FWD, 8), ("ask her about", HYPOTHETICAL, FWD, 8),
     ("ask them about", HYPOTHETICAL, FWD, 8), ("suggested", HYPOTHETICAL, FWD, 8), ("recommended", HYPOTHETICAL, FWD, 8),
     ("will", HYPOTHETICAL, FWD, 6), ("i'll", HYPOTHETICAL, FWD, 6), ("hope to", HYPOTHETICAL, FWD, 6),
@@ -313,6 +314,9 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
                 continue
             if w in {"her", "his"} and i > 0 and words[i - 1] in {"use", "used", "borrowed", "with", "to", "for"} and not last_relation:
                 continue  # "made me use her cuff": an object, not an experiencer
+            if w in {"her", "his"} and i + 1 < n and words[i + 1] not in RELATIONS and words[i + 1] not in CLINICIANS:
+                out.append(Person(i, "owner", last_relation or "other person"))  # "some of her Xanax"
+                continue
             out.append(Person(i, "other", last_relation or "other person"))
             continue
         nxt_base = words[i + 1] if i + 1 < n else ""
@@ -324,6 +328,10 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if w == "ill" and i + 1 < n and words[i + 1] in _ILL_VERBS:
             out.append(Person(i, "self", ""))
     return out
+
+
+_TOOK_VERBS = frozenset("took take taking takes tried try trying used use using borrowed borrow had have popped gave give "
+                        "giving got snagged stole swiped".split())
 
 
 def subject_for(words: list[str], start: int, end: int, people: list[Person]) -> tuple[str, str, str]:
@@ -344,9 +352,12 @@ def subject_for(words: list[str], start: int, end: int, people: list[Person]) ->
     subject, relation = "patient", ""
     if best_before is not None and best_before.kind in ("other", "owner"):
         if best_before.kind == "owner":
-            earlier_self = any(p.kind == "self" and p.index < best_before.index for p in people)
-            if earlier_self:
-                return "patient", "", best_before.relation
+            # "I took one of Hector's pills", "she gave me some of her Xanax": the patient took someone's drug
+            for p in people:
+                if p.kind == "self" and p.index < best_before.index:
+                    window = words[max(0, p.index - 2) : best_before.index]
+                    if any(w in _TOOK_VERBS for w in window):
+                        return "patient", "", best_before.relation
         subject, relation = "other", best_before.relation
     # a short backward scope: "... for my dad", "... for him"
     for p in people:

@@ -141,6 +141,9 @@ def damerau1(a: str, b: str) -> bool:
     return a[i:] == b[i + 1 :]
 
 
+_ENGLISH_SUFFIX = re.compile(r"(ing|ings|ed|ly|tion|tions|ness|ment|ments|able|ible|ful|ous|ers|est|ship|less|ward|wards|ity)$")
+
+
 def _deletes(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
@@ -217,8 +220,8 @@ class Lexicon:
         """Unmatched words one edit away from a drug-dictionary word (SymSpell-style delete index)."""
         out: list[Candidate] = []
         for idx, (word, start, end) in enumerate(tokens):
-            if idx in matched or len(word) < 7 or not word.isalpha() or word in STOPWORDS:
-                continue
+            if idx in matched or len(word) < 7 or not word.isalpha() or word in STOPWORDS or _ENGLISH_SUFFIX.search(word):
+                continue  # "recovering" is not a misspelt "recoverin": drug names rarely carry English inflections
             suggestions: set[str] = set()
             for probe in {word} | _deletes(word):
                 for target in self.fuzzy_index.get(probe, ()):

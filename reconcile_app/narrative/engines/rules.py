@@ -98,7 +98,7 @@ _CAUSAL = re.compile(r"\b(so|because|bc|cause|cuz|since it|made me|due to|that's
 _BACKREF_Q = re.compile(
     r"\b(that|it|this|which|what made|why|how long|how often|is that new|has that|what happened|what kind|how many|when did|"
     r"how have you been feeling|since you started|what's going on|tell me more|anything changed|what changed|"
-    r"anything new|what's different|what is different)\b")
+    r"anything new|what's different|what is different|anything different|any changes|any change|changed recently)\b")
 _REACTION = frozenset({"rash", "itching", "swelling", "throat tightness", "shortness of breath", "wheezing", "hives", "nausea"})
 _REACTION_WORDS = re.compile(r"\b(rash|hives|itch(?:y|ing)?|swell(?:ing|ed|s)?|swollen|puffy|throat (?:got )?(?:tight|closing)|tingl(?:y|ing)|welts|reaction|anaphyla\w*|broke out|break out|breaking out)\b")
 _ALLERGY_CLAIM = re.compile(r"\b(allergic|allergy|allergies|reaction to|react to|sensitive to|intolerant)\b")
@@ -139,7 +139,9 @@ _GENERIC_WORDS = frozenset(
 _PROC_NOUN = re.compile(
     r"\b(?:[a-z]+ ){0,2}?(?:surgery|scan|biopsy|repair|removal|replacement|exam|study|screening|ultrasound|x-?ray|mri|"
     r"procedure|operation|transplant|implant|fusion|reconstruction|scope|cath|catheterization|endoscopy|colonoscopy|"
-    r"mammogram|angiogram|echocardiogram|ekg|ecg|eeg|emg|stress test|pap smear|injection)s?\b")
+    r"mammogram|angiogram|echocardiogram|ekg|ecg|eeg|emg|stress test|pap smear|injection)s?\b"
+    r"|\b(?:knee|hip|shoulder|valve|joint|hernia|tooth|teeth|cataract|gallbladder|appendix|tonsils|thyroid)s? "
+    r"(?:replaced|repaired|removed|fixed|pulled|out|taken out)\b")
 _VACCINE_NAMES = r"flu|covid(?:-19)?|shingles|pneumonia|tetanus|tdap|rsv|hep(?:atitis)? [ab]|hpv|whooping cough|mmr|polio|meningitis|chickenpox|measles"
 _VACCINE_LIST = re.compile(r"\b((?:(?:" + _VACCINE_NAMES + r")(?:,\s*|\s+(?:and|&|plus)\s+|\s+)){1,4})(?:shots?|vaccines?|vaccinations?|boosters?|jabs?)\b")
 _VACCINE_CANON = {"flu": "influenza vaccine", "covid": "covid-19 vaccine", "covid-19": "covid-19 vaccine", "shingles": "zoster vaccine",
@@ -283,6 +285,7 @@ class RulesExtractor(Extractor):
             return state
         clinician_context = _clinician_context(previous)
         carry = _asked_about_other(previous)
+        last_relation = ""
         state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
         measurements = find_measurements(low)
         for sent in sentences:
@@ -304,7 +307,9 @@ class RulesExtractor(Extractor):
             names = _names(text, sent, words)
             triggers = ctx.find_assertion_triggers(words)
             skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
-            people = ctx.find_people(words, names, clinician_context, skip=skip, relation_hint=carry)
+            people = ctx.find_people(words, names, clinician_context, skip=skip, relation_hint=carry or last_relation)
+            last_relation = next((p.relation for p in reversed(people) if p.kind in ("other", "owner")
+                                  and p.relation not in ("", "other person")), last_relation)
             if carry and not any(p.kind in ("self", "other", "owner") for p in people):
                 # the coach asked about someone else ("How's your husband?"): the answer is about them
                 # until the patient speaks of themself. Sentences do not otherwise inherit another person:
@@ -537,6 +542,13 @@ class RulesExtractor(Extractor):
             mention.unresolved = True
         clause = _clause_around(sent, hit.start, hit.end)
         action, dose_change = _action(clause, sent.low, hit, words, res)
+        switch = re.search(r"\b(switch\w*|chang\w*|mov\w*|went)\b[^.!?]{0,20}\bfrom\b", sent.low)
+        if switch:
+            before = sent.low[max(0, hit.start - 12) : hit.start]
+            if re.search(r"\bfrom\s+(?:my |the )?$", before):
+                action, dose_change = "stopped", ""  # "switched me from Lantus to Tresiba": the old one stops
+            elif re.search(r"\bto\s+(?:my |the )?$", before):
+                action, dose_change = "started", ""
         if mention.unresolved and entry.canonical in ("inhaler", "vitamin supplement", "antibiotic") and action is None:
             return False  # a bare generic class with no action is not a statement about a medication
         if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
@@ -953,6 +965,7 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
                 continue
             _resolve_medication(mention, state, states, i, coach_before, record, lex)
         _answer_fills_action(state, states, i, coach_before)
+        _answer_about_coach_entity(state, coach_before, lex)
         _reason_links(state, states, i, coach_before)
         _allergy_inference(state, states, i)
         _continuations(state, states, i, coach_before)
@@ -1048,6 +1061,59 @@ def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coac
                 m.attributes["action"] = action
                 m.turn_ids.append(coach_before.turn.id)
                 break
+
+
+_BARE_ACTION = re.compile(
+    r"\b(ran out|run out|running out|quit|stopped|finished|skipped|missed|gave up|haven'?t (?:taken|used|done|worn|touched)|"
+    r"not taking|not using|not wearing|still taking|still using|only (?:wear|use|take|used|wore|took)|keep (?:pulling|taking|forgetting)|"
+    r"forgot|forget|back on|started|wear|wearing|use|using|take|taking|doing)\b")
+
+
+def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None, lex: Lexicon) -> None:
+    """"Are you still using the CPAP?" - "only a couple hours a night": the answer is about the question's subject."""
+    if coach_before is None or "?" not in coach_before.low:
+        return
+    if any(m.category in (MemoryCategory.MEDICATION, MemoryCategory.CARE_ACTIVITY) for m in state.mentions):
+        return
+    entities = [h for sent in coach_before.sentences for h in getattr(sent, "hits", [])
+                if h.best.kind in ("drug", "care") or (h.best.kind == "drug_class" and h.best.canonical)]
+    if len(entities) != 1 or not state.sentences:
+        return
+    sent = state.sentences[0]
+    m = _BARE_ACTION.search(sent.low)
+    if m is None and not re.search(r"\b(it|them|that one|those|the one|yes|yeah|ya|yep|no|nope)\b", sent.low):
+        return
+    entry = entities[0].best
+    words = [t for t, _, _ in sent.tokens]
+    triggers = ctx.find_assertion_triggers(words)
+    res = ctx.assess(words, 0, 1, triggers=triggers, people=ctx.find_people(words))
+    if res.subject != Subject.PATIENT:
+        return
+    if entry.kind == "care":
+        action = _care_action(sent.low)
+        if res.negation_at >= 0 or re.search(r"\b(only|barely|hardly|rarely|not much|keep pulling)\b", sent.low):
+            action = action or "partial"
+        attrs: dict[str, Any] = {"name": entry.canonical, "detail": entities[0].term, "from_question": coach_before.turn.id}
+        if action:
+            attrs["action"] = action
+        category = MemoryCategory.CARE_ACTIVITY
+    else:
+        found = _nearest_action(sent.low, "")
+        action = found[0] if found else "taking"
+        if res.negation_at >= 0 and action in ("taking", "took_once", None):
+            action = "stopped"
+        attrs = {"drug": entry.canonical if entry.kind == "drug" else "", "drug_class": entry.drug_class or
+                 (entry.canonical if entry.kind == "drug_class" else lex.class_of(entry.canonical)),
+                 "action": action or "taking", "from_question": coach_before.turn.id}
+        if found and found[1]:
+            attrs["dose_change"] = found[1]
+        category = MemoryCategory.MEDICATION
+    assertion = Assertion.HYPOTHETICAL if res.assertion == Assertion.HYPOTHETICAL else Assertion.AFFIRMED
+    mention = Mention(category, state.turn, sent, sent.start, sent.end, attrs, Subject.PATIENT, "", assertion,
+                      confidence=0.45, turn_ids=[state.turn.id, coach_before.turn.id],
+                      name=attrs.get("drug") or attrs.get("name") or attrs.get("drug_class", ""))
+    mention.event_time = _event_time(state, sent)
+    state.mentions.append(mention)
 
 
 def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
