@@ -107,6 +107,6 @@ def test_django_admin_never_shows_tokens_or_keys(client, db) -> None:  # type: i
                                         client_state={"server": {"auth": {"access_token": "secret-access-token"}}})
     client.force_login(User.objects.create_superuser("root", "root@example.org", "x" * 12))
     page = client.get(f"/django-admin/smart/smartlaunch/{launch.pk}/change/").content.decode()
-    assert "secret-access-token" not in page and "ehr.example" in page
+    assert "secret-access-token" not in page and "EHR launch #" in page
     page = client.get(f"/django-admin/smart/ehrregistration/{registration.pk}/change/").content.decode()
     assert "PRIVATE KEY" not in page and "ehr.example" in page
