@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db import models
 from django.http import HttpRequest
 
 from .models import EhrRegistration, SmartLaunch
@@ -15,6 +16,7 @@ class EhrRegistrationAdmin(admin.ModelAdmin):
     exclude = ("private_key_pem",)
     readonly_fields = ("discovery", "created_at", "updated_at")
     list_display = ("name", "iss", "client_id", "client_type", "write_enabled", "active")
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(SmartLaunch)
