@@ -24,7 +24,7 @@ from reconcile_app.reconciliation.models import Finding
 from reconcile_app.transcripts.models import Turn
 
 from .display import entry_view
-from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem
+from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, WriteBack
 from .routing import RuleSpec
 
 EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
@@ -299,14 +299,8 @@ def finding_detail(*, item: TriageItem) -> FindingDetail:
         earlier=earlier[:20],
         events=list(item.events.select_related("actor")),
         notes=list(item.notes.select_related("author")),
-        writeback=getattr(item, "writeback", None) if _has_writeback(item) else None,
+        writeback=WriteBack.objects.filter(item=item).first(),
     )
-
-
-def _has_writeback(item: TriageItem) -> bool:
-    from .models import WriteBack
-
-    return WriteBack.objects.filter(item=item).exists()
 
 
 # --- routing rule preview -------------------------------------------------------------------
