@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from django.apps import apps
 from django.core.management import call_command
@@ -79,18 +80,29 @@ def scratch_database(path: Path | None = None) -> Iterator[Path]:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+def _drop_producer_pools(app: Any) -> None:
+    # Celery binds the broker URL into its producer pools on first use (as after a fork, drop them).
+    app._pool = None
+    if "amqp" in app.__dict__:
+        app.amqp._producer_pool = None
+
+
 @contextmanager
 def celery_in_process() -> Iterator[None]:
     """Tasks enqueued by the services (clarifications, write-backs) run here, against the scratch
-    database, instead of leaving messages on a real broker for a worker on the app's database."""
+    database. Eager tasks still pass through a producer, so the broker is also swapped for the
+    in-memory transport: no message reaches a real broker, no network is needed."""
     from config.celery_app import app
 
-    previous = app.conf.task_always_eager
+    previous = (app.conf.task_always_eager, app.conf.broker_url)
     app.conf.task_always_eager = True
+    app.conf.broker_url = "memory://"
+    _drop_producer_pools(app)
     try:
         yield
     finally:
-        app.conf.task_always_eager = previous
+        app.conf.task_always_eager, app.conf.broker_url = previous
+        _drop_producer_pools(app)
 
 
 @contextmanager
