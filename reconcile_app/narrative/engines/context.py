@@ -124,6 +124,7 @@ CLINICIANS = frozenset(
     doctor doc dr dr's doctor's physician nurse np pa specialist endo endocrinologist cardiologist nephrologist
     neurologist pulmonologist dermatologist dentist surgeon ortho orthopedist gi oncologist psychiatrist therapist
     pharmacist obgyn gyno provider pcp rheumatologist urologist ent optometrist ophthalmologist podiatrist
+    pediatrician midwife counselor chiropractor physiatrist hospitalist internist gastroenterologist hematologist
     """.split()
 )
 # Verbs that, after "he/she", describe a clinician acting on the patient rather than another person's health.
@@ -133,6 +134,9 @@ _PRESCRIBER_VERBS = frozenset(
     "bumped dropped stopped refilled renewed thinks".split()
 )
 _ME_OBJECTS = frozenset("me my i i'm im".split())
+_STRONG_PRESCRIBER = frozenset("added prescribed upped increased lowered decreased ordered recommended suggested doubled halved "
+                               "referred".split())
+_SPEECH = frozenset("said says told thinks thought wants wanted recommended mentioned explained".split())
 
 
 @dataclass(frozen=True)
@@ -307,9 +311,10 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
             window = words[i + 1 : i + 4]
             prescribing = any(v in _PRESCRIBER_VERBS for v in window)
             to_me = any(v in _ME_OBJECTS for v in words[i + 1 : i + 7])
-            if last_was_clinician or (prescribing and (to_me or any(v in {"added", "prescribed", "upped", "increased",
-                                                                           "lowered", "decreased", "ordered", "recommended",
-                                                                           "suggested", "doubled", "halved"} for v in window))):
+            strong = any(v in _STRONG_PRESCRIBER for v in window)
+            nxt = words[i + 1] if i + 1 < n else ""
+            # A clinician acts on the patient ("she added", "he told me"); "she has", "he's on" is someone's own health.
+            if (prescribing and (to_me or strong)) or (last_was_clinician and (nxt in _PRESCRIBER_VERBS or nxt in _SPEECH)):
                 out.append(Person(i, "clinician", "clinician"))
                 continue
             if w in {"her", "his"} and i > 0 and words[i - 1] in {"use", "used", "borrowed", "with", "to", "for"} and not last_relation:
@@ -321,6 +326,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
             continue
         nxt_base = words[i + 1] if i + 1 < n else ""
         nxt_base = nxt_base[:-2] if nxt_base.endswith("'s") else nxt_base
+        if w in ("mine", "ours") and i > 0 and words[i - 1] == "of":
+            continue  # "a friend of mine takes...": the friend, not the patient
         if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
                                                          or (i + 2 < n and words[i + 2] in RELATIONS))):
             out.append(Person(i, "self", ""))

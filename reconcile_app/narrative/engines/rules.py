@@ -154,6 +154,8 @@ _ALLERGIC_TO = re.compile(r"\b(?:allergic to|allergy to|allergies to|reaction to
 _REMOVAL = re.compile(
     r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
     r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
+_ONGOING_TREATMENTS = frozenset({"dialysis", "infusion", "radiation", "allergen immunotherapy", "physical therapy",
+                                 "cardiac rehab", "wound repair"})
 _PROC_PAST = re.compile(r"\b(had|got|did|done|went|was|underwent|getting|removed|took out|fixed)\b")
 _WHERE = re.compile(r"\b(?:at|in|from)\s+(?:the\s+)?((?:[a-z0-9'&-]+\s+){0,3}?(?:pharmacy|clinic|center|centre|hospital|office|care|er|walgreens|cvs|kroger|walmart|costco|target|rite aid|health fair|fair|spa|practice|place|school|work|department))\b")
 _CAPITAL_NOT_NAME = frozenset(
@@ -377,6 +379,14 @@ class RulesExtractor(Extractor):
                     mention.attributes["where"] = where.group(1).strip()
                 if category == MemoryCategory.PROCEDURE and mention.assertion == Assertion.AFFIRMED and not _PROC_PAST.search(sent.low):
                     mention.confidence = 0.5  # "the surgery" without a verb of having it
+                act = _care_action(sent.low) if entry.canonical in _ONGOING_TREATMENTS else ""
+                if act:
+                    # a standing treatment the patient skips or stops is also a care-plan fact
+                    care = Mention(MemoryCategory.CARE_ACTIVITY, state.turn, sent, start, end,
+                                   {"name": entry.canonical, "detail": hit.term, "action": act}, res.subject, res.relation,
+                                   res.assertion, confidence=0.6, turn_ids=[state.turn.id], name=entry.canonical)
+                    care.event_time = _event_time(state, sent)
+                    out.append(care)
             else:  # care activity
                 mention.name = entry.canonical
                 mention.attributes = {"name": entry.canonical, "detail": hit.term}
