@@ -117,8 +117,37 @@ def run_end_to_end(runner: Runner, folder: Path) -> tuple[dict, Scores, Clinical
     return results, scores, record, before
 
 
+_FIRST_PERSON = [
+    (r"^(?:Says|Reports|States|Mentions|Notes) (?:that )?(?:she|he|they) (?:is|was)\b", "I am"),
+    (r"^(?:Says|Reports|States|Mentions|Notes) (?:that )?(?:she|he|they) has\b", "I have"),
+    (r"^(?:Says|Reports|States|Mentions|Notes) (?:that )?(?:she|he|they)\b", "I"),
+    (r"^Still (\w+?)s\b", r"I still \1"),
+    (r"^Has\b", "I have"), (r"^Had\b", "I had"), (r"^Is\b", "I am"), (r"^Was\b", "I was"),
+    (r"^(?=[A-Z][a-z]+(?:ed|s)\b)", "I "),
+    (r"\b(?:she|he)(?:'s| is)\b", "I'm"), (r"\b(?:she|he) has\b", "I have"), (r"\b(?:she|he) was\b", "I was"),
+    (r"\b(?:she|he|they)\b", "I"), (r"\b(?:her|his|their)\b(?=\s)", "my"), (r"\b(?:him|her|them)\b", "me"),
+    (r"\b(?:herself|himself)\b", "myself"),
+]
+
+
+def first_person(summary: str) -> str:
+    """A label summary ("Has been taking only half of her lisinopril") as the patient would say it."""
+    import re
+
+    text = summary.strip()
+    for pattern, repl in _FIRST_PERSON:
+        text = re.sub(pattern, repl, text, count=1 if pattern.startswith("^") else 0)
+    if text.startswith("I ") and re.match(r"I [A-Z][a-z]+(?:ed|s)\b", text):
+        text = "I " + text[2].lower() + text[3:]
+    return re.sub(r"\bI (\w+?)s\b", lambda m: f"I {m.group(1)}" if m.group(1) in ("take", "use", "say", "feel", "want", "need", "think") else m.group(0), text)
+
+
 def run_isolated(runner: Runner, folder: Path, record: ClinicalRecord, before: dict[str, list[MemoryDraft]]) -> tuple[dict, Scores]:
-    """Each scenario's summary as a synthetic patient turn on its session/turn ids, through extraction and reconciliation."""
+    """Each scenario's summary as a synthetic patient turn on its session/turn ids, through extraction and reconciliation.
+
+    Summaries describe the patient in the third person; they are turned into first person (pronouns only) so that
+    the synthetic turn reads as the patient's own words rather than as someone else's facts.
+    """
     _, transcript, labels = load_patient(folder)
     turn_at = {t["id"]: _dt(t["at"]) for s in transcript.get("sessions", []) for t in s["turns"]}
     results: dict[str, Any] = {"patient": transcript.get("patient", ""), "memories": [], "findings": []}
@@ -126,7 +155,7 @@ def run_isolated(runner: Runner, folder: Path, record: ClinicalRecord, before: d
     for sc in labels.get("scenarios", []):
         turn_id = sc["turn_ids"][0]
         at = turn_at.get(turn_id) or _dt(next(s["started_at"] for s in transcript["sessions"] if s["id"] == sc["session_id"]))
-        session = SessionInput(id=sc["session_id"], started_at=at, turns=(TurnInput(id=turn_id, speaker="patient", at=at, text=sc["summary"]),))
+        session = SessionInput(id=sc["session_id"], started_at=at, turns=(TurnInput(id=turn_id, speaker="patient", at=at, text=first_person(sc["summary"])),))
         memories, drafts = runner.run_session(session, record, before.get(sc["session_id"], []))
         _results_add(results, sc["session_id"], memories, drafts)
         scenario_sessions.append(sc["session_id"])

@@ -205,3 +205,17 @@ def test_stop_said_about_it_in_the_next_sentence_of_the_turn(record: ClinicalRec
     record_with_active = record  # the fixture's HCTZ is stopped: quitting it agrees
     findings = ENGINE.reconcile([first, second], record_with_active)
     assert findings[0].kind == "agreement" and findings[0].rule == "med-stopped-agrees"
+
+
+@pytest.mark.parametrize(
+    ("quote", "kind"),
+    [
+        ("I take my lisinopril 20 mg every morning", "contradiction"),
+        ("I take my lisinopril 10 mg every morning", "agreement"),
+        ("metformin 1000 mg twice a day with meals", "agreement"),  # 2 x 500 mg tablets as prescribed
+    ],
+)
+def test_stated_dose_is_checked_against_the_order(record: ClinicalRecord, quote: str, kind: str) -> None:
+    drug = "lisinopril" if "lisinopril" in quote else "metformin"
+    finding = judge(record, "medication", quote, attributes={"drug": drug, "action": "taking"})
+    assert finding.kind == kind, finding.explanation

@@ -435,6 +435,13 @@ class RulesReconciler(Reconciler):
 
         # taking / started / resumed / took once / changed dose of an unknown drug
         if match.active:
+            mismatch = _dose_mismatch(m, match.active)
+            if mismatch is not None:
+                entry, said = mismatch
+                sev, safe = self._class_sev(self._entry_classes(ctx, [entry]), "change", ("medium", False))
+                v = Verdict(CONTRA, Cat.MEDICATION, "med-dose-mismatch", sev, safe,
+                            f"Record lists {_short(entry)} ({entry.detail or 'as prescribed'}); patient reports {said:g} mg.")
+                return v.cite(entry, *self._indications(ctx, self._entry_classes(ctx, [entry]))[:1])
             return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(match.active[0])} as active.").cite(*match.active)
         sources = _attr(m, "source").lower()
         someone_else = sources == "someone_else" or bool(_OTHER_SOURCE.search(quote))
@@ -999,6 +1006,31 @@ class RulesReconciler(Reconciler):
 
 
 # --- small pure helpers -----------------------------------------------------------------------------
+
+
+_MG = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:mg|milligrams?)\b")
+_RECORD_MG = re.compile(r"(\d+(?:\.\d+)?)\s*MG\b(?!\s*/)", re.IGNORECASE)
+_TABLETS = re.compile(r"\b(?:take|inhale|inject)\s+(\d+(?:\.\d+)?|one|two|three|half a|1/2)\s+(?:tablets?|capsules?|pills?|puffs?)", re.IGNORECASE)
+_WORD_NUM = {"one": 1.0, "two": 2.0, "three": 3.0, "half a": 0.5, "1/2": 0.5}
+
+
+def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[ClinicalEntry, float] | None:
+    """A single-ingredient active order whose strength (or prescribed dose) differs from the mg the patient states."""
+    said = [float(x) for x in _MG.findall(regex_text(" ".join([m.quote, _attr(m, "dose_text")])))]
+    if not said:
+        return None
+    for entry in active:
+        strengths = [float(x) for x in _RECORD_MG.findall(entry.display)]
+        if len(strengths) != 1 or "/" in entry.display:
+            continue
+        allowed = {strengths[0]}
+        for count in _TABLETS.findall(entry.detail):
+            allowed.add(strengths[0] * _WORD_NUM.get(count.lower(), float(count) if count[0].isdigit() else 1.0))
+        allowed |= {float(x.replace(",", "")) for x in re.findall(r"\(([\d,]+(?:\.\d+)?) ?mg", entry.detail, re.IGNORECASE)}
+        for value in said:
+            if all(abs(value - a) > 1e-6 for a in allowed):
+                return entry, value
+    return None
 
 
 def _grounded_term(m: MemoryDraft) -> str:
