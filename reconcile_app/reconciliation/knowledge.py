@@ -201,6 +201,8 @@ class Knowledge:
     excess: tuple[re.Pattern[str], ...]
     diet_conflicts: list[dict[str, Any]]
     lapse: tuple[re.Pattern[str], ...]
+    lapse_exempt: frozenset[str]
+    imperatives: tuple[str, ...]
     procedures: list[ProcedureConcept]
     sites: list[Site]
     smoking: dict[str, Any]
@@ -290,6 +292,7 @@ def load_knowledge() -> Knowledge:
         conditional_breaks=_t(careplan["conditional_breaks"]), idioms=_t(careplan["idioms"]),
         soft_cues=_t(careplan["soft_cues"]), excess=tuple(re.compile(p) for p in careplan["excess_patterns"]),
         diet_conflicts=list(careplan["diet_conflicts"]), lapse=tuple(re.compile(r"\b" + p) for p in careplan["lapse_patterns"]),
+        lapse_exempt=frozenset(careplan["lapse_exempt_words"]), imperatives=_t(careplan["imperatives"]),
         procedures=procedures, sites=sites, smoking=_load("smoking.json"),
     )
     terms: dict[str, Drug] = {}
@@ -322,6 +325,7 @@ def table_rows() -> dict[str, list[dict[str, Any]]]:
         "activity_groups": careplan["activity_groups"],
         "diet_conflicts": careplan["diet_conflicts"],
         "smoking": smoking["status_codes"],
+        "alcohol": smoking["alcohol"]["status_words"],
     }
 
 

@@ -428,6 +428,24 @@ class RecordIndex:
         return "", []
 
 
+    def alcohol_status(self) -> tuple[str, list[ClinicalEntry]]:
+        """'none' / 'some' / 'heavy' / '' from the latest alcohol-use observation or an alcohol condition."""
+        table = self.kb.smoking["alcohol"]
+        obs = []
+        for code in table["loinc"]:
+            obs.extend(self.observations.get(code, []))
+        obs.sort(key=lambda e: e.date, reverse=True)
+        candidates = obs[:1] + [ce.entry for ce in self.conditions if ce.entry.state == State.ACTIVE and "alcohol" in ce.entry.display.lower()]
+        for entry in candidates:
+            text = regex_text(" ".join([entry.display if entry.resource_type == "Condition" else "", entry.detail]))
+            for row in table["status_words"]:
+                if any(w in text for w in row["words"]):
+                    return row["status"], [entry]
+            if entry.resource_type == "Observation" and entry.quantities:
+                return ("none" if entry.quantities[0].value == 0 else "some"), [entry]
+        return "", []
+
+
 def _status_from_words(text: str) -> str:
     t = regex_text(text)
     if "never" in t:

@@ -219,3 +219,21 @@ def test_stated_dose_is_checked_against_the_order(record: ClinicalRecord, quote:
     drug = "lisinopril" if "lisinopril" in quote else "metformin"
     finding = judge(record, "medication", quote, attributes={"drug": drug, "action": "taking"})
     assert finding.kind == kind, finding.explanation
+
+
+def test_a_stopped_care_plan_activity_contradicts_the_plan(record: ClinicalRecord) -> None:
+    finding = judge(record, "care_activity", "I stopped checking my fasting glucose at home", attributes={"name": "glucose checks", "action": "stopped"})
+    assert (finding.kind, finding.category) == ("contradiction", "careplan")
+    assert "careplan-diabetes" in cited(finding)
+
+
+def test_a_skipped_walk_is_not_a_plan_conflict(record: ClinicalRecord) -> None:
+    finding = judge(record, "care_activity", "I stopped walking this week because of the rain", attributes={"name": "walking", "action": "stopped"})
+    assert not finding.is_discrepancy
+
+
+def test_alcohol_status_contradicted(nka_record: ClinicalRecord) -> None:
+    finding = judge(nka_record, "lifestyle", "honestly I'm drinking 3 beers every night lately")
+    assert (finding.kind, finding.category, finding.rule) == ("contradiction", "observation", "alcohol-status-contradicted")
+    assert cited(finding) == {"obs-alcohol-2025"}
+    assert not judge(nka_record, "lifestyle", "had a glass of wine at my sister's wedding").is_discrepancy

@@ -14,6 +14,7 @@ from reconcile_app.reconciliation.matching import (
     DrugMention,
     RecordIndex,
     allergens_in_text,
+    careplan_activities,
     concepts_in_text,
     content_words,
     drugs_in_text,
@@ -912,6 +913,9 @@ class RulesReconciler(Reconciler):
                 if flag is not None and flag.rule == "redflag-drowsy-driving":
                     v.raise_to(flag.severity, flag.safety)
                 return v
+        lapse = self._activity_lapse(m, ctx, stopped)
+        if lapse is not None:
+            return lapse
         if m.assertion in (Assertion.NEGATED, Assertion.HISTORICAL):
             return Verdict(NCR, Cat.CAREPLAN, "care-activity-negated")
         hit = self._restriction_hit(m, ctx)
@@ -938,6 +942,29 @@ class RulesReconciler(Reconciler):
         if flag is not None:
             return flag
         return Verdict(NCR, Cat.CAREPLAN, "care-activity", explanation="Routine care activity; nothing conflicts with the record.")
+
+    def _activity_lapse(self, m: MemoryDraft, ctx: Context, stopped: bool) -> Verdict | None:
+        """A prescribed care-plan activity the patient says they stopped (beyond the therapies table).
+
+        Exercise and routine words are exempt: a skipped walk is coaching material, not a plan conflict.
+        """
+        quote = regex_text(m.quote)
+        if not stopped or m.assertion == Assertion.HISTORICAL or _HEDGED.search(quote):
+            return None
+        words = {w for w in stems(set(norm(m.quote).split())) if len(w) >= 4} - stems(set(self.kb.lapse_exempt))
+        for entry, _ in ctx.idx.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            for activity in careplan_activities(entry):
+                lowered = regex_text(activity)
+                if not any(re.search(rf"\b{re.escape(v.strip())}\b", lowered) for v in self.kb.imperatives):
+                    continue
+                act_words = {w for w in stems(set(norm(activity).split())) if len(w) >= 4} - stems(set(self.kb.lapse_exempt))
+                shared = words & act_words
+                if shared:
+                    return Verdict(CONTRA, Cat.CAREPLAN, "careplan-activity-lapse", Severity.LOW, False,
+                                   f"Care plan asks: {activity[:100]}; patient reports stopping it.").cite(entry)
+        return None
 
     def _diet_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
         """A habitual food or drink against a documented diet (a low-salt plan and fast food every day)."""
@@ -966,7 +993,28 @@ class RulesReconciler(Reconciler):
             return self._care_activity(m, ctx)
         return self._diet_conflict(m, ctx) or Verdict(NCR, Cat.CAREPLAN, "lifestyle", explanation="Routine or context; no clinical content to reconcile.")
 
+    def _alcohol(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        table = self.kb.smoking["alcohol"]
+        quote = regex_text(m.quote)
+        heavy = any(re.search(p, quote) for p in table["heavy_patterns"])
+        denial = any(re.search(p, quote) for p in table["denial_patterns"])
+        if not (heavy or denial) or m.assertion not in (Assertion.AFFIRMED, Assertion.NEGATED):
+            return None
+        status, entries = ctx.idx.alcohol_status()
+        if not status:
+            return None
+        if heavy and m.assertion == Assertion.AFFIRMED and status in ("none",):
+            return Verdict(CONTRA, Cat.OBSERVATION, "alcohol-status-contradicted", table["severity"], table["safety"],
+                           "Record documents no alcohol use; patient reports drinking daily or heavily.").cite(*entries)
+        if denial and not heavy and status == "heavy":
+            return Verdict(CONTRA, Cat.OBSERVATION, "alcohol-denied", table["severity"], table["safety"],
+                           "Record documents heavy alcohol use; patient says they do not drink.").cite(*entries)
+        return None
+
     def _smoking(self, m: MemoryDraft, ctx: Context, text: str) -> Verdict | None:
+        alcohol = self._alcohol(m, ctx)
+        if alcohol is not None:
+            return alcohol
         sm = self.kb.smoking
         quote = regex_text(m.quote)
         current = any(re.search(p, quote) for p in sm["current_patterns"])
