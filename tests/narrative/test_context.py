@@ -90,6 +90,11 @@ SUBJECTS = [
     ("my friend's inhaler saved me, I used it twice", "inhaler", "other", "friend"),
     ("my grandkids gave me covid", "covid", "patient", ""),
     ("My coworker keeps talking about her keto diet while I eat salads", "salads", "patient", ""),
+    ("a friend of mine takes Wegovy", "wegovy", "other", "friend"),
+    ("My daughter's pediatrician said she has asthma", "asthma", "other", "daughter"),
+    ("the endocrinologist said she wants me on Mounjaro", "mounjaro", "patient", ""),
+    ("my neighbor gave me some of her Valium", "valium", "patient", ""),
+    ("He had his gallbladder out", "gallbladder", "other", "other person"),
 ]
 
 

@@ -65,6 +65,29 @@ def test_a_lay_class_resolves_against_the_patients_record(extractor) -> None:
     assert med.chain_key == "medication:atorvastatin"
 
 
+def test_an_answer_about_the_coachs_named_device_or_drug(extractor) -> None:
+    drafts = extractor.extract_session(session(
+        "Are you still wearing the CPAP every night?", "Honestly only an hour or two, then I pull it off",
+        "And the Spiriva?", "Ran out last month"))
+    care = clinical(drafts, "care_activity")
+    assert care and care[0].attributes["name"] == "cpap" and care[0].turn_ids == ("t2", "t1")
+    med = clinical(drafts, "medication")
+    assert med and med[0].attributes["drug"] == "tiotropium" and med[0].attributes["action"] == "stopped"
+    assert med[0].turn_ids == ("t4", "t3")
+
+
+def test_a_switch_stops_one_drug_and_starts_the_other(extractor) -> None:
+    drafts = extractor.extract_session(session("Changes?", "My cardiologist switched me from metoprolol to carvedilol"))
+    actions = {d.attributes["drug"]: d.attributes["action"] for d in clinical(drafts, "medication")}
+    assert actions == {"metoprolol": "stopped", "carvedilol": "started"}
+
+
+def test_a_coach_question_about_someone_else_frames_the_answer(extractor) -> None:
+    drafts = extractor.extract_session(session("How is your mom doing?", "Better, started on Eliquis after the clot"))
+    assert clinical(drafts, "medication")[0].subject == "other"
+    assert clinical(drafts, "medication")[0].subject_relation == "mom"
+
+
 def test_quote_offsets_point_into_the_turn_text(extractor) -> None:
     text = "Ok so  this week was rough.\nMy BP was 162 over 101 on my home cuff Tuesday!!"
     drafts = extractor.extract_session(session("How was the week?", text))

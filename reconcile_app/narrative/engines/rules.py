@@ -176,6 +176,7 @@ _NOT_A_PERSON = frozenset(
     let today tomorrow yesterday tonight everyone's nobody they them their you your we us our he she him her his
     """.split()
 )
+_NAME_NEXT_INITIAL = frozenset("is has takes gets says wants needs goes keeps uses was".split())
 _NAME_NEXT = frozenset(
     "is was has had just takes took started got gets says said wants wanted needs needed went goes 's and's also too "
     "told keeps kept used uses".split()
@@ -750,7 +751,10 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         if prev in ("dr", "doctor", "nurse", "at", "the", "to", "from", "in", "dr.", "mr", "mrs", "ms"):
             continue
         nxt = words[i + 1] if i + 1 < len(words) else ""
-        if word.endswith("'s") or nxt in _NAME_NEXT or prev in ctx.RELATIONS:
+        # sentence-initial capitals are ordinary words ("Better, started on...") unless a present-tense
+        # third-person verb follows ("Gary wants...", "Deb has...")
+        verbs = _NAME_NEXT_INITIAL if i == 0 else _NAME_NEXT
+        if (word.endswith("'s") and i > 0) or nxt in verbs or prev in ctx.RELATIONS:
             out.add(i)
     # chat often skips capitals: "darlene is on blood thinners", "bob takes metformin"
     for i in range(len(words) - 1):
@@ -796,7 +800,8 @@ def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.Con
 def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
     """The action verb nearest the mention; a specific action (stopped, changed dose) beats a generic one
     ("taking", "took") unless the generic verb is much closer."""
-    center = text.find(term) if term else -1
+    found = re.search(r"(?<![a-z0-9])" + re.escape(term) + r"(?![a-z0-9])", text) if term else None
+    center = found.start() if found else -1
     best: tuple[float, str, str] | None = None
     for rx, action, dose_change in _ACTION_RX:
         for m in rx.finditer(text):
@@ -1036,12 +1041,12 @@ def _merge(unresolved: Mention, named: Mention, named_state: TurnState) -> None:
     if named.turn.id not in unresolved.turn_ids:
         unresolved.turn_ids.append(named.turn.id)
     if named.attributes.get("action") in (None, "taking") and unresolved.attributes.get("action") not in (None, "taking"):
-        if named.turn.id != unresolved.turn.id:
-            named.attributes["action"] = unresolved.attributes["action"]
-            if unresolved.attributes.get("dose_change"):
-                named.attributes["dose_change"] = unresolved.attributes["dose_change"]
-            if named.event_time is None:
-                named.event_time = unresolved.event_time
+        # "it's the water pill. so I quit it": the named mention carries the action stated about it
+        named.attributes["action"] = unresolved.attributes["action"]
+        if unresolved.attributes.get("dose_change"):
+            named.attributes["dose_change"] = unresolved.attributes["dose_change"]
+        if named.event_time is None:
+            named.event_time = unresolved.event_time
     if unresolved.turn.id not in named.turn_ids:
         named.turn_ids.append(unresolved.turn.id)
     if named.turn.id == unresolved.turn.id:
@@ -1264,7 +1269,7 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
                and m.assertion == Assertion.AFFIRMED]
     if own_clinical and not earlier:
         # the previous turn set up what this one explains ("had to stop twice" -> "chest got tight")
-        if not any(m.category in CLINICAL for m in before.mentions) and len(before.low.split()) <= 40:
+        if not any(m.category != MemoryCategory.LIFESTYLE for m in before.mentions) and len(before.low.split()) <= 40:
             for m in own_clinical:
                 if m.subject == Subject.PATIENT and before.turn.id not in m.turn_ids:
                     m.turn_ids.append(before.turn.id)
