@@ -1,11 +1,14 @@
 """Clinical-stream pages: the patient list (nurses, admins) and the status-aware patient record."""
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from reconcile_app.audit.services import audit_record
@@ -18,7 +21,7 @@ from reconcile_app.smart.selectors import launch_for_session
 
 from .clinical import State, safety_context
 from .forms import PatientFilterForm
-from .models import Patient
+from .models import Patient, RecordPull
 from .selectors import clinical_record_for, patient_get_for_user, patient_list as patient_list_query
 from .selectors import pull_last_ok, pull_latest, snapshot_latest
 from .services import launch_patient_open
@@ -31,6 +34,14 @@ def _session_launch(request: HttpRequest, patient: Patient) -> SmartLaunch | Non
     if launch is None or launch.registration_id != patient.registration_id or launch.patient_fhir_id != patient.fhir_id:
         return None
     return launch
+
+
+def _pull_stalled(pull: RecordPull | None) -> bool:
+    """A pull still RUNNING past the task time limit died with its worker: stop waiting for it."""
+    if pull is None or pull.status != RecordPull.Status.RUNNING:
+        return False
+    limit = timedelta(seconds=int(getattr(settings, "CELERY_TASK_TIME_LIMIT", 900)))
+    return pull.started_at < timezone.now() - limit
 
 
 def _observation_rows(record: Any) -> list[dict[str, Any]]:
@@ -46,13 +57,15 @@ def patient_page_context(request: HttpRequest, patient: Patient) -> dict[str, An
     launch = _session_launch(request, patient)
     snapshot = snapshot_latest(patient=patient)
     record = clinical_record_for(snapshot=snapshot) if snapshot else None
+    pull = pull_latest(patient=patient)
     context: dict[str, Any] = {
         "patient": patient,
         "launch": launch,
         "launch_expired": launch is not None and launch.status == SmartLaunch.Status.EXPIRED,
         "show_banner": launch.need_patient_banner if launch is not None else True,
         "snapshot": snapshot,
-        "pull": pull_latest(patient=patient),
+        "pull": pull,
+        "pull_stalled": _pull_stalled(pull),
         "last_ok": pull_last_ok(patient=patient),
         "safety": safety_context(record) if record else None,
         "record": record,

@@ -111,3 +111,19 @@ def test_hostile_text_in_the_record_is_escaped(nurse_client, db: None) -> None: 
     text = nurse_client.get(f"/patients/{patient.pk}/").content.decode()
     assert "<img src=x" not in text and "&lt;img src=x" in text
     assert "<script>x</script>" not in text
+
+
+def test_pull_status_partial_polls_while_running_and_stops_when_stalled(nurse_client, elena: Patient) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reconcile_app.fhir.models import RecordPull
+
+    pull = RecordPull.objects.create(patient=elena)
+    partial = nurse_client.get(f"/patients/{elena.pk}/", headers={"HX-Request": "true"}).content.decode()
+    assert partial.lstrip().startswith('<section id="pull-status"') and "hx-trigger" in partial
+    assert "data-safety-context" not in partial  # only the fragment is swapped
+    RecordPull.objects.filter(pk=pull.pk).update(started_at=timezone.now() - timedelta(hours=2))
+    stalled = nurse_client.get(f"/patients/{elena.pk}/", headers={"HX-Request": "true"}).content.decode()
+    assert "never finished" in stalled and "hx-trigger" not in stalled
