@@ -88,6 +88,15 @@ def test_a_coach_question_about_someone_else_frames_the_answer(extractor) -> Non
     assert clinical(drafts, "medication")[0].subject_relation == "mom"
 
 
+def test_consecutive_patient_messages_share_their_clinical_memory(extractor) -> None:
+    drafts = extractor.extract_session(session(
+        "How was the week?", "ok so funny story", "I quit the Jardiance on Friday", "the itching was driving me nuts",
+        speakers=("coach", "patient", "patient", "patient")))
+    med = clinical(drafts, "medication")[0]
+    assert med.anchor_turn_id == "t3" and med.attributes["action"] == "stopped"
+    assert "t2" in med.turn_ids
+
+
 def test_quote_offsets_point_into_the_turn_text(extractor) -> None:
     text = "Ok so  this week was rough.\nMy BP was 162 over 101 on my home cuff Tuesday!!"
     drafts = extractor.extract_session(session("How was the week?", text))

@@ -984,6 +984,33 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
         _reason_links(state, states, i, coach_before)
         _allergy_inference(state, states, i)
         _continuations(state, states, i, coach_before)
+    _burst_links(states)
+
+
+def _burst_links(states: list[TurnState]) -> None:
+    """Consecutive patient messages are one utterance split by the send button: a message with nothing
+    clinical of its own ("ugh", "anyway the doc said to call") joins the clinical memories of its neighbour."""
+    bursts: list[list[TurnState]] = []
+    for state in states:
+        if state.turn.speaker == "patient" and bursts and bursts[-1][-1].turn.speaker == "patient" \
+                and states.index(bursts[-1][-1]) == states.index(state) - 1:
+            bursts[-1].append(state)
+        elif state.turn.speaker == "patient":
+            bursts.append([state])
+    for burst in bursts:
+        if len(burst) < 2:
+            continue
+        for k, state in enumerate(burst):
+            if any(m.category != MemoryCategory.LIFESTYLE for m in state.mentions):
+                continue
+            for other in [burst[j] for j in range(k - 1, -1, -1)] + burst[k + 1 :]:
+                targets = [m for m in other.mentions if m.category in CLINICAL | {"care_activity"}
+                           and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+                if targets:
+                    for m in targets:
+                        if state.turn.id not in m.turn_ids:
+                            m.turn_ids.append(state.turn.id)
+                    break
 
 
 def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnState], i: int,
