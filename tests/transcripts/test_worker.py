@@ -46,10 +46,10 @@ def start_worker(transactional_db: None, tmp_path: Path) -> Iterator[Callable[..
         )
         node = f"{name}-{os.getpid()}"
         log = open(tmp_path / f"{name}.log", "ab")  # noqa: SIM115
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # its own process group, so a test can kill the whole worker at once
             [sys.executable, "-m", "celery", "-A", "tests.transcripts.worker_app", "worker", "--pool=prefork",
              f"--concurrency={concurrency}", "--loglevel=INFO", "--without-gossip", "--without-mingle", "-n", f"{node}@%h"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         procs.append((proc, log))
         deadline = time.monotonic() + 60
@@ -106,6 +106,22 @@ def test_a_worker_killed_during_extraction_leaves_no_duplicate_after_redelivery(
     first = ExtractionRun.objects.get(session__external_id="s01")
     assert ExtractionRun.objects.filter(session__patient=patient).count() == 2
     assert first.attempts == 2  # the killed attempt, then the redelivered one
+
+
+def test_a_whole_worker_killed_mid_extraction_is_redelivered_to_another_after_the_visibility_timeout(start_worker, patient, tmp_path):
+    """The node dies (main process and pool, SIGKILL): nothing acknowledges or requeues the message,
+    so Redis hands it to the next worker after `visibility_timeout` (5 s here, an hour by default)."""
+    pause = tmp_path / "paused.pid"
+    first = start_worker("doomed", FAKE_PAUSE=str(pause), VISIBILITY_TIMEOUT="5")
+    _import(transcript_bytes(sessions=2, texts={"s01": "I skipped my pill", "s02": "Took my pill daily"}))
+    assert pipeline_enqueue(patient_id=patient.pk)
+    _wait_until(pause.exists, 60, "the first extraction to start")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    start_worker("survivor", FAKE_PAUSE=str(pause), VISIBILITY_TIMEOUT="5")
+    _wait_until(_all_done([patient]), 90, "the message to be redelivered to the surviving worker")
+    assert Memory.objects.filter(patient=patient).count() == 2 and Finding.objects.filter(patient=patient).count() == 2
+    assert ExtractionRun.objects.get(session__external_id="s01").attempts == 2
 
 
 def test_two_workers_keep_each_patients_sessions_in_order_and_never_run_one_patient_twice(start_worker, patient, tmp_path):

@@ -2,7 +2,9 @@
 
 Environment: FAKE_LOG (append one JSON line per extraction), FAKE_SLEEP (seconds per extraction),
 FAKE_PAUSE (write the pid there on the first extraction, then sleep to be killed),
-PIPELINE_BUDGET (seconds a task may spend before handing the patient to a new message).
+PIPELINE_BUDGET (seconds a task may spend before handing the patient to a new message),
+VISIBILITY_TIMEOUT (Redis: seconds before an unacknowledged message of a dead worker is redelivered;
+the default is an hour, far too long for a test).
 """
 from __future__ import annotations
 
@@ -15,6 +17,16 @@ from celery.signals import worker_process_init
 from config.celery_app import app
 
 __all__ = ["app"]
+
+if os.environ.get("VISIBILITY_TIMEOUT"):
+    # kombu scans for such messages every unacked_restore_interval x unacked_restore_throttle
+    # seconds (10 x 10 by default): scan every second here.
+    app.conf.broker_transport_options = {
+        **(app.conf.broker_transport_options or {}),
+        "visibility_timeout": float(os.environ["VISIBILITY_TIMEOUT"]),
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+    }
 
 
 @worker_process_init.connect
