@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,9 +60,20 @@ def replay_patient(
     return PatientRun(folder=folder.name, results=results_for_patient(patient=snapshot.patient), sessions=sessions, failed=failed)
 
 
+_FIRST_PERSON = {"she": "I", "he": "I", "her": "my", "his": "my", "him": "me", "hers": "mine", "herself": "myself", "himself": "myself"}
+_PRONOUN_RE = re.compile(r"\b(" + "|".join(_FIRST_PERSON) + r")\b", re.IGNORECASE)
+
+
+def first_person(summary: str) -> str:
+    """Labels describe the patient in the third person ("stopped her lisinopril"); the engines read
+    the patient's own words, where "her" means someone else. Pronouns are put in the first person so
+    the statement reaches them as the patient would say it; everything else is left as written."""
+    return _PRONOUN_RE.sub(lambda m: _FIRST_PERSON[m.group(0).lower()], summary)
+
+
 def isolated_transcript(*, transcript: dict[str, Any], labels: dict[str, Any]) -> bytes:
-    """Dimension 2 input: each scenario's ground-truth summary as the patient's turn, on its own
-    session and first turn id (same times as the real conversation), and nothing else."""
+    """Dimension 2 input: each scenario's ground-truth summary (in the first person) as the
+    patient's turn, on its own session and first turn id (same times as the real conversation)."""
     sessions = {s["id"]: s for s in transcript.get("sessions", [])}
     order = {s["id"]: i for i, s in enumerate(transcript.get("sessions", []))}
     out = []
@@ -70,6 +82,6 @@ def isolated_transcript(*, transcript: dict[str, Any], labels: dict[str, Any]) -
         turn_id = (sc.get("turn_ids") or [f"{sc['session_id']}-t01"])[0]
         at = next((t["at"] for t in original["turns"] if t["id"] == turn_id), original["started_at"])
         out.append({"id": sc["session_id"], "started_at": original["started_at"],
-                    "turns": [{"id": turn_id, "speaker": "patient", "at": at, "text": sc["summary"]}]})
+                    "turns": [{"id": turn_id, "speaker": "patient", "at": at, "text": first_person(sc["summary"])}]})
     doc = {"format": "coaching-transcript/v1", "patient": transcript.get("patient", ""), "sessions": out}
     return json.dumps(doc, ensure_ascii=False).encode()
