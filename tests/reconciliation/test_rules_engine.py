@@ -1,6 +1,7 @@
 """The rules reconciler on a synthetic record: every contradiction and gap type, and what must stay quiet."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -237,3 +238,15 @@ def test_alcohol_status_contradicted(nka_record: ClinicalRecord) -> None:
     assert (finding.kind, finding.category, finding.rule) == ("contradiction", "observation", "alcohol-status-contradicted")
     assert cited(finding) == {"obs-alcohol-2025"}
     assert not judge(nka_record, "lifestyle", "had a glass of wine at my sister's wedding").is_discrepancy
+
+
+def test_a_discrepancy_already_raised_in_an_earlier_session_is_not_raised_again(record: ClinicalRecord) -> None:
+    from datetime import timedelta
+
+    earlier = memory("medication", "I quit my lisinopril, the cough was awful", attributes={"drug": "lisinopril", "action": "stopped"})
+    later = replace(earlier, mention_time=earlier.mention_time + timedelta(days=14), quote="still not taking the lisinopril")
+    [again] = ENGINE.reconcile([later], record, history=[earlier])
+    assert again.kind == "no_clinical_relevance" and again.rule.startswith("repeat-of-med-stopped-active")
+    much_later = replace(later, mention_time=earlier.mention_time + timedelta(days=200))
+    [raised] = ENGINE.reconcile([much_later], record, history=[earlier])
+    assert raised.kind == "contradiction"

@@ -181,7 +181,31 @@ class RulesReconciler(Reconciler):
                 quotes.append(mem.quote)
         ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history,
                       turn_text={t: " ".join(q) for t, q in turn_quotes.items()})
-        return [self._finding(self._judge(m, ctx), m) for m in memories]
+        raised = self._raised_before(history, ctx)
+        out = []
+        for m in memories:
+            verdict = self._judge(m, ctx)
+            key = _repeat_key(verdict)
+            earlier = raised.get(key) if key else None
+            if earlier is not None and (m.mention_time - earlier) <= REPEAT_WINDOW:
+                # the same discrepancy on the same resource was raised from an earlier session: the queue already
+                # holds it, and a follow-up mention ("still on half a pill") is not a new finding
+                verdict = Verdict(NCR, verdict.category, f"repeat-of-{verdict.rule}"[:80],
+                                  explanation="Repeats a discrepancy already raised from an earlier session.").cite(*verdict.cites[:1])
+            out.append(self._finding(verdict, m))
+        return out
+
+    def _raised_before(self, history: Sequence[MemoryDraft], ctx: Context) -> dict[tuple[str, str], datetime]:
+        """Discrepancies the rules raise on the patient's earlier memories: (rule, resource) -> latest mention."""
+        if not history:
+            return {}
+        past = Context(idx=ctx.idx, kb=ctx.kb, session_text="", history=())
+        raised: dict[tuple[str, str], datetime] = {}
+        for m in history:
+            key = _repeat_key(self._judge(m, past))
+            if key and (key not in raised or raised[key] < m.mention_time):
+                raised[key] = m.mention_time
+        return raised
 
     def _finding(self, v: Verdict, memory: MemoryDraft) -> FindingDraft:
         discrepancy = v.kind in (CONTRA, GAP)
@@ -1079,6 +1103,16 @@ def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[Clinica
             if all(abs(value - a) > 1e-6 for a in allowed):
                 return entry, value
     return None
+
+
+REPEAT_WINDOW = timedelta(days=90)
+
+
+def _repeat_key(v: Verdict) -> tuple[str, str] | None:
+    """What makes two discrepancies the same: the rule and the first record resource it is about."""
+    if v.kind not in (CONTRA, GAP) or not v.cites:
+        return None
+    return v.rule.split("+")[0], f"{v.cites[0].resource_type}/{v.cites[0].id}"
 
 
 def _grounded_term(m: MemoryDraft) -> str:
