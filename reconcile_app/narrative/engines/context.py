@@ -38,7 +38,10 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     ("denies", NEGATED, FWD, 6), ("deny", NEGATED, FWD, 6), ("none", NEGATED, BOTH, 4), ("nothing", NEGATED, FWD, 4),
     ("nothin", NEGATED, FWD, 4), ("not even", NEGATED, FWD, 5), ("free of", NEGATED, FWD, 4), ("negative for", NEGATED, FWD, 5),
     ("ruled out", NEGATED, BOTH, 5), ("no sign of", NEGATED, FWD, 5), ("no signs of", NEGATED, FWD, 5), ("nor", NEGATED, FWD, 4),
-    ("neither", NEGATED, FWD, 5), ("zero", NEGATED, FWD, 3),
+    ("neither", NEGATED, FWD, 5), ("zero", NEGATED, FWD, 3), ("decided against", NEGATED, FWD, 8),
+    ("declined", NEGATED, FWD, 8), ("refused", NEGATED, FWD, 8), ("turned down", NEGATED, FWD, 8), ("said no to", NEGATED, FWD, 8),
+    ("opted out of", NEGATED, FWD, 8), ("put off", HYPOTHETICAL, FWD, 8), ("putting off", HYPOTHETICAL, FWD, 8),
+    ("holding off on", HYPOTHETICAL, FWD, 8), ("postponed", HYPOTHETICAL, FWD, 8), ("waiting on", HYPOTHETICAL, FWD, 6),
     # hypothetical / planned / future
     ("if", HYPOTHETICAL, FWD, 20), ("what if", HYPOTHETICAL, FWD, 16), ("ill", HYPOTHETICAL, FWD, 8), ("in case", HYPOTHETICAL, FWD, 8),
     ("someday", HYPOTHETICAL, BOTH, 12), ("some day", HYPOTHETICAL, BOTH, 12), ("one day", HYPOTHETICAL, BOTH, 10),

@@ -53,7 +53,7 @@ STOPWORDS = frozenset(
     look looked see saw seen come came walk walked run ran eat ate drink drank sleep slept call called
     care help plus max pro prime ultra active relief rest ease calm clear free pure natural balance boost
     focus energy power control support total complete advance advanced basic simple regular extra strength
-    attention breaks fingers needles taco worries death chest
+    attention breaks fingers needles taco worries death chest glucose sugar oxygen
     """.split()
 )
 

@@ -66,10 +66,10 @@ _ACTION_PATTERNS: list[tuple[str, str, str]] = [
     (r"\b(?:upped|increased|raised|bumped up|went up on|more of)\b", "changed_dose", "more"),
     (r"\b(?:lowered|decreased|reduced|cut back|cutting back|went down on|less of|weaned)\b", "changed_dose", "less"),
     (r"\b(?:back on|restarted|started (?:it |them |taking it )?(?:back|again)|went back (?:to|on)|resumed|taking (?:it|them|the [a-z ]+) again|back to (?:my|taking))\b", "resumed", ""),
-    (r"\b(?:stopped|stop(?:ping)?|quit(?:ting)?|came off|come off|coming off|off (?:of )?(?:my|the|it|that|those)|ran out|run out|running out|out of (?:my|the)|gave up|ditched|dropped|discontinued|threw (?:out|away)|no more|not taking|not on|done with|walked away|got off|went off|taken off|took me off|pulled me off)\b", "stopped", ""),
+    (r"\b(?:stopped|stop(?:ping)?|quit(?:ting)?|came off|come off|coming off|off (?:of )?(?:my|the|it|that|those)|ran out|run out|running out|out of (?:my|the)|gave up|ditched|dropped|discontinu\w*|ceased|threw (?:out|away)|no more|not taking|not on|done with|walked away|got off|went off|taken off|took me off|pulled me off|taken me off|no longer (?:take|taking|on|using))\b", "stopped", ""),
     (r"\b(?:skipped|skip(?:ping)?|missed|miss(?:ing)?|forgot|forget(?:ting)?)\b", "skipped", ""),
-    (r"\b(?:started|start(?:ing)?|began|begun|put me on|put him on|put her on|added|prescribed|gave me|got me on|got put on|new prescription|switched (?:me )?to|started me on|on a new)\b", "started", ""),
-    (r"\b(?:took|popped|had)\b", "took_once", ""),
+    (r"\b(?:started|start(?:ing)?|began|begun|put me on|put him on|put her on|added|prescribed|gave me|got me on|got put on|new prescription|switched (?:me )?to|started me on|on a new|initiated|commenced)\b", "started", ""),
+    (r"\b(?:took|popped|administered|was given|received)\b", "took_once", ""),
     (r"\b(?:tak(?:e|es|ing)|on|using|use|uses|doing|do|been on|inject(?:ing)?|puff(?:ing)?|keep|still)\b", "taking", ""),
 ]
 _ACTION_RX = [(re.compile(p), a, d) for p, a, d in _ACTION_PATTERNS]
@@ -103,7 +103,8 @@ _REACTION = frozenset({"rash", "itching", "swelling", "throat tightness", "short
 _REACTION_WORDS = re.compile(r"\b(rash|hives|itch(?:y|ing)?|swell(?:ing|ed|s)?|swollen|puffy|throat (?:got )?(?:tight|closing)|tingl(?:y|ing)|welts|reaction|anaphyla\w*|broke out|break out|breaking out)\b")
 _ALLERGY_CLAIM = re.compile(r"\b(allergic|allergy|allergies|reaction to|react to|sensitive to|intolerant)\b")
 _ALLERGY_RESOLVED = re.compile(r"\b(outgrew|outgrown|grew out of|not allergic|no longer allergic|isn't an allergy|not really allergic|not actually allergic)\b")
-_EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|taking|used|using|tried|drank|gave me|got stung|stung)\b")
+_EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|taking|used|using|tried|drank|gave me|got stung|stung|"
+                       r"administered|given|received|after|exposed|touched)\b")
 _NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction)\b")
 _ANTIHISTAMINE = frozenset({"diphenhydramine", "epinephrine", "cetirizine", "loratadine", "fexofenadine", "hydroxyzine"})
 _STATUS_WORDS = [
@@ -121,6 +122,8 @@ _PREFERENCE = re.compile(r"\b((?:i|we)(?:'d| would)? (?:really )?(?:prefer|rathe
 _PARTS = (r"knees?|hips?|back|neck|shoulders?|foot|feet|ankles?|legs?|arms?|hands?|wrists?|elbows?|head|stomach|"
           r"belly|jaw|tooth|teeth|ears?|eyes?|toes?|fingers?|calf|calves|side|joints?|heels?|throat|gut|ribs?|groin|bladder")
 _BODY_PAIN = re.compile(
+    r"\b(?:burning(?: sensation)?|sensation|numbness|tingling|pins and needles|pain|ache|aching|soreness|swelling|cramps?)"
+    r"(?: [a-z]+){0,2}? in (?:my |the |his |her |both )?(?P<part3>" + _PARTS + r")\b|" + 
     r"\b(?:my |the |his |her |both )?(?P<part>" + _PARTS + r")\b[^.!?]{0,25}?\b(?:hurts?|hurting|aches?|aching|pain|painful|sore|"
     r"killing me|bothering me|acting up|swollen|swelling|throbbing|stiff|numb|tingling|burning|cramping|giving me trouble|flared)\b"
     r"|\b(?:pain|ache|aching|soreness|swelling|numbness|tingling|cramps?) in (?:my |the |his |her |both )?(?P<part2>" + _PARTS + r")\b")
@@ -142,9 +145,12 @@ _PROC_NOUN = re.compile(
     r"mammogram|angiogram|echocardiogram|ekg|ecg|eeg|emg|stress test|pap smear|injection)s?\b"
     r"|\b(?:knee|hip|shoulder|valve|joint|hernia|tooth|teeth|cataract|gallbladder|appendix|tonsils|thyroid)s? "
     r"(?:replaced|repaired|removed|fixed|pulled|out|taken out)\b")
-_VACCINE_NAMES = r"flu|covid(?:-19)?|shingles|pneumonia|tetanus|tdap|rsv|hep(?:atitis)? [ab]|hpv|whooping cough|mmr|polio|meningitis|chickenpox|measles"
-_VACCINE_LIST = re.compile(r"\b((?:(?:" + _VACCINE_NAMES + r")(?:,\s*|\s+(?:and|&|plus)\s+|\s+)){1,4})(?:shots?|vaccines?|vaccinations?|boosters?|jabs?)\b")
-_VACCINE_CANON = {"flu": "influenza vaccine", "covid": "covid-19 vaccine", "covid-19": "covid-19 vaccine", "shingles": "zoster vaccine",
+_VACCINE_NAMES = (r"flu|influenza|covid(?:-19)?|shingles|zoster|pneumonia|pneumococcal|tetanus|tdap|rsv|hep(?:atitis)? [ab]|hpv|"
+                  r"whooping cough|pertussis|mmr|polio|meningitis|meningococcal|chickenpox|varicella|measles")
+_VACCINE_LIST = re.compile(r"\b((?:(?:" + _VACCINE_NAMES + r")(?:,\s*|\s+(?:and|&|plus)\s+|\s+)){1,4})(?:updated |new |annual |yearly )?(?:shots?|vaccines?|vaccinations?|boosters?|jabs?|immunizations?|inoculations?)\b")
+_VACCINE_CANON = {"influenza": "influenza vaccine", "zoster": "zoster vaccine", "pneumococcal": "pneumococcal vaccine",
+                  "pertussis": "pertussis vaccine", "meningococcal": "meningococcal vaccine", "varicella": "varicella vaccine",
+                  "flu": "influenza vaccine", "covid": "covid-19 vaccine", "covid-19": "covid-19 vaccine", "shingles": "zoster vaccine",
                   "pneumonia": "pneumococcal vaccine", "tetanus": "tdap/td vaccine", "tdap": "tdap/td vaccine", "rsv": "rsv vaccine",
                   "hep": "hepatitis vaccine", "hepatitis": "hepatitis vaccine", "hpv": "hpv vaccine", "whooping": "pertussis vaccine",
                   "mmr": "mmr vaccine", "polio": "polio vaccine", "meningitis": "meningococcal vaccine", "chickenpox": "varicella vaccine",
@@ -392,7 +398,8 @@ class RulesExtractor(Extractor):
                 mention.name = entry.canonical
                 mention.attributes = {"name": entry.canonical, "detail": hit.term}
                 act = _care_action(sent.low)
-                if res.negation_at >= 0 and any(w in _CARE_VERBS for w in words[res.negation_at + 1 : hit.tok_start + 1]):
+                if res.negation_at >= 0 and (any(w in _CARE_VERBS for w in words[res.negation_at + 1 : hit.tok_start + 1])
+                                             or hit.tok_start - res.negation_at <= 2):
                     act = "stopped"  # "haven't been to rehab in 3 weeks", "not wearing the brace"
                     mention.assertion = Assertion.AFFIRMED
                 if act:
@@ -408,7 +415,7 @@ class RulesExtractor(Extractor):
         out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
         covered_spans = [(x.start - sent.start, x.end - sent.start) for x in out]
         for m in _BODY_PAIN.finditer(sent.low):
-            part = m.group("part") or m.group("part2")
+            part = m.group("part") or m.group("part2") or m.group("part3")
             generic = [x for x in out if x.category == MemoryCategory.SYMPTOM and x.name in ("pain", "swelling", "stiffness")
                        and x.start < sent.start + m.end() and sent.start + m.start() < x.end]
             if generic:
@@ -497,7 +504,8 @@ class RulesExtractor(Extractor):
                 if where:
                     mention.attributes["where"] = where.group(1).strip()
                 mention.event_time = _event_time(state, sent)
-                out = [x for x in out if not (x.category == MemoryCategory.CONDITION and x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
+                out = [x for x in out if not ((x.category == MemoryCategory.CONDITION and x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
+                                               or x.category == MemoryCategory.IMMUNIZATION and x.name == "vaccine")
                                               and x.start >= sent.start + m.start() and x.end <= sent.start + m.end())]
                 out.append(mention)
         if _ALLERGY_CLAIM.search(sent.low) and not any(x.category == MemoryCategory.ALLERGY for x in out):
@@ -850,7 +858,8 @@ _CARE_VERBS = frozenset("been gone done doing used using use wear wearing worn g
 
 def _care_action(sentence: str) -> str:
     if re.search(r"\b(quit|stopped|stop|gave up|give up|giving up|haven't|havent|not using|don't use|dont use|cant stand|"
-                 r"can't stand|fell off|off the|cheating on|skipping|skipped|dropped out|ditched|no longer)\b", sentence):
+                 r"can't stand|fell off|off the|cheating on|skipping|skipped|dropped out|ditched|no longer|abandoned|"
+                 r"discontinued|not following|stopped following|not sticking|slacking|slacked)\b", sentence):
         return "stopped"
     if re.search(r"\b(started|start|began|signed up|joined|bought|new)\b", sentence):
         return "started"
