@@ -46,6 +46,20 @@ def main() -> None:
     from reconcile_app.smart.models import EhrRegistration, SmartLaunch
     from tests.fhir_server.fixtures import LARGE_PATIENT, LARGE_PATIENT_ID, medplum_start, medplum_stop
 
+    from reconcile_app.smart import client as smart_client
+
+    # Time spent waiting on the server (HTTP + JSON decode), to tell it apart from our own work.
+    http_seconds = [0.0]
+    real_fhir_get = smart_client.fhir_get
+
+    def timed_fhir_get(**kwargs):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return real_fhir_get(**kwargs)
+        finally:
+            http_seconds[0] += time.perf_counter() - started
+
+    smart_client.fhir_get = timed_fhir_get
     call_command("migrate", verbosity=0)
     proc, base = medplum_start(bundles=[LARGE_PATIENT])
     try:
@@ -57,17 +71,20 @@ def main() -> None:
         )
         patient = Patient.objects.create(registration=registration, fhir_id=LARGE_PATIENT_ID)
         print(f"server {base}  patient {LARGE_PATIENT_ID}  runs {args.runs}")
-        print(f"{'_count':>7} {'pages':>6} {'resources':>10} {'wall s (median)':>16} {'min':>7} {'max':>7} {'heap peak MiB':>14}")
+        print(f"{'_count':>7} {'pages':>6} {'resources':>10} {'wall s (median)':>16} {'min':>7} {'max':>7} "
+              f"{'HTTP s (median)':>16} {'heap peak MiB':>14}")
         for size in [int(s) for s in args.page_sizes.split(",")]:
             settings.FHIR_PAGE_SIZE = size
             record_pull(patient=patient, launch=launch)  # warm-up: connections, first snapshot store
-            times = []
+            times, waits = [], []
             pull = None
             for _ in range(args.runs):
                 RecordSnapshot.objects.filter(patient=patient).delete()  # store a new snapshot every time
+                http_seconds[0] = 0.0
                 started = time.perf_counter()
                 pull = record_pull(patient=patient, launch=launch)
                 times.append(time.perf_counter() - started)
+                waits.append(http_seconds[0])
                 assert pull.status == RecordPull.Status.OK, pull.error
             RecordSnapshot.objects.filter(patient=patient).delete()
             tracemalloc.start()
@@ -75,7 +92,7 @@ def main() -> None:
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
             print(f"{size:>7} {pull.pages:>6} {pull.resources:>10} {statistics.median(times):>16.2f} "
-                  f"{min(times):>7.2f} {max(times):>7.2f} {peak:>14.1f}")
+                  f"{min(times):>7.2f} {max(times):>7.2f} {statistics.median(waits):>16.2f} {peak:>14.1f}")
         print(f"process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     finally:
         medplum_stop(proc)
