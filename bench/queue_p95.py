@@ -259,8 +259,11 @@ def main() -> None:
     with CaptureQueriesContext(connection) as captured:
         selectors._counts_compute(filters=default, user=nurse, now=now)
     print("\n--- EXPLAIN ANALYZE: the facet aggregate as issued")
-    with connection.cursor() as cur:
-        cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + captured.captured_queries[-1]["sql"])
+    from django.db import transaction
+
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")  # as _counts_compute does
+        cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + next(q["sql"] for q in captured.captured_queries if "COUNT" in q["sql"]))
         print("\n".join(r[0] for r in cur.fetchall()))
 
 

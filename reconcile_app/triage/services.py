@@ -120,6 +120,7 @@ def finding_url(finding_id: int) -> str:
 def care_team_alert(*, item: TriageItem, reason: str) -> TriageAlert:
     """In-app alert plus an email. The email carries a link and ids only: mail is not a place for PHI."""
     alert = TriageAlert.objects.create(item=item, reason=reason)
+    counts_invalidate()
     recipients = list(getattr(settings, "TRIAGE_ALERT_EMAILS", []) or [])
     if not recipients:
         recipients = list(
@@ -333,6 +334,7 @@ def sla_breaches_escalate(*, now: datetime | None = None, limit: int = 500) -> i
 
 def alert_acknowledge(*, alert: TriageAlert, user: User) -> None:
     TriageAlert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(acknowledged_at=timezone.now(), acknowledged_by=user)
+    counts_invalidate()
     audit_record(action="triage.alert_ack", actor=user, patient_pk=alert.item.patient_id, object_type="finding", object_id=alert.item.finding_id)
 
 

@@ -58,7 +58,7 @@ def queue(request: AppHttpRequest) -> HttpResponse:
         "first_query": _query_with(request, after=None) if filters.get("after") else "",
         "alerts": selectors.alerts_open(), "selects": filter_selects(form, filters),
         "bulk_selects": {
-            "assignee": select_html(name="assignee", selected="", choices=[("", "---------")] + [(u.pk, u.username) for u in selectors.nurse_choices()]),
+            "assignee": select_html(name="assignee", selected="", choices=[("", "---------"), *selectors.nurse_choices()]),
             "reason": select_html(name="reason", selected="", choices=BulkForm.base_fields["reason"].choices),
         },
         "status_counts": [(value, label, counts["status"].get(value)) for value, label in STATUS_CHOICES],
