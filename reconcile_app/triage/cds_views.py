@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.decorators import public
+from reconcile_app.fhir.models import Patient
 
 from .cds import SERVICE_ID, CdsAuthError, cds_client_verify, discovery, patient_view_cards
 
@@ -41,6 +42,10 @@ def cds_service(request: HttpRequest, service_id: str) -> JsonResponse:
     if body.get("hook") != "patient-view" or not isinstance(patient_id, str) or not patient_id:
         return JsonResponse({"error": "expected a patient-view hook with context.patientId"}, status=400)
     cards = patient_view_cards(patient_fhir_id=patient_id, registration=registration, fhir_server=str(body.get("fhirServer") or ""))
-    audit_record(request=request, action="cds.patient_view", object_type="patient_fhir", object_id=patient_id[:64],
+    patients = Patient.objects.filter(fhir_id=patient_id)
+    if registration is not None:
+        patients = patients.filter(registration=registration)
+    audit_record(request=request, action="cds.patient_view", patient_pk=patients.values_list("pk", flat=True).first(),
+                 object_type="patient_fhir", object_id=patient_id[:64],
                  details={"cards": len(cards), "registration": registration.pk if registration else None})
     return JsonResponse({"cards": cards})

@@ -66,6 +66,9 @@ def test_one_card_per_open_safety_critical_finding(client, key, registration, nu
     assert link["type"] == "smart" and link["url"].endswith("/smart/launch")
     assert json.loads(link["appContext"]) == {"finding": a.finding_id}
     assert "lisinopril" not in json.dumps(card).lower()  # ids and categories only
+    from reconcile_app.audit.models import AuditEvent
+
+    assert AuditEvent.objects.filter(action="cds.patient_view", patient_pk=patient.pk, details__cards=1).exists()
 
 
 @responses.activate
