@@ -12,7 +12,8 @@
           │
     pipeline_patient_advance_task(patient_id)     (Celery, acks_late, ids only)
           │   claim the patient's lease (conditional UPDATE on PatientPipeline) ──busy──▶ exit
-          │   oldest pending session first; stop at a FAILED one (order is strict):
+          │   oldest pending session first (at least one, then until the time budget is
+          │   spent); stop at a FAILED one (order is strict):
           │     EXTRACTING   extraction_run_get_or_create → extraction_run_execute
           │     RECONCILING  reconciliation_run_get_or_create(latest snapshot) → reconciliation_run_execute
           │     routing      triage_items_route(findings=...)      (when the triage app provides it)
@@ -20,7 +21,12 @@
           │   RetryableError ─▶ retried with backoff (5 times), then FAILED; PermanentError ─▶ FAILED
           │   release the lease; more pending (or arrived meanwhile) ─▶ enqueue again
           │
-    pipeline_sweep_task (beat, every minute)  ── re-enqueues patients with pending work
+    pipeline_sweep_task (beat, every minute)  ── re-enqueues patients with pending work and a free
+                                                 or expired lease (lost messages, dead workers)
+
+    session_withdraw / upload_withdraw (consent)  ── memories_revoke_for_session (findings and triage
+          items cascade), turns deleted, raw upload sealed, audit kept; a step that was running
+          re-checks after the engines and revokes whatever it wrote
 
 Every step is idempotent on database constraints (runs keyed by content hash + engine version,
 their rows written in the same transaction that marks them done), so a message redelivered after a
