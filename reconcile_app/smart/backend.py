@@ -107,24 +107,38 @@ def backend_token_get(*, registration: EhrRegistration, force: bool = False) -> 
     return launch, body["access_token"]
 
 
+def registration_public_jwk(*, registration: EhrRegistration) -> dict | None:
+    """The public half of the registration's key as a JWK (kid, alg, use), or None without a usable key."""
+    import json
+
+    from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+    if not registration.private_key_pem:
+        return None
+    try:
+        public = load_pem_private_key(registration.private_key_pem.encode(), password=None).public_key()
+    except (ValueError, TypeError):
+        return None
+    is_rsa = isinstance(public, rsa.RSAPublicKey)
+    jwk = json.loads((RSAAlgorithm if is_rsa else ECAlgorithm).to_jwk(public))
+    jwk.update({"kid": registration.key_id or f"reg-{registration.pk}", "use": "sig", "alg": "RS384" if is_rsa else "ES384"})
+    return jwk
+
+
 def registration_key_generate(*, registration: EhrRegistration) -> dict:
     """Give the registration a fresh RSA key (RS384) and return the public JWK to register with the EHR.
 
     The private half is stored encrypted and never leaves the server; the public JWK is also
     published at /smart/jwks for EHRs that fetch keys by URL.
     """
-    import json
-
     from cryptography.hazmat.primitives import serialization
-    from jwt.algorithms import RSAAlgorithm
 
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    kid = secrets.token_hex(8)
-    registration.private_key_pem = pem
-    registration.key_id = kid
+    registration.private_key_pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    registration.key_id = secrets.token_hex(8)
     registration.save(update_fields=["private_key_pem", "key_id", "updated_at"])
-    jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
-    jwk.update({"kid": kid, "alg": "RS384", "use": "sig"})
+    jwk = registration_public_jwk(registration=registration)
+    assert jwk is not None  # just generated
     return jwk

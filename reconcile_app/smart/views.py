@@ -6,15 +6,12 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from django.contrib import messages
 from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.decorators import role_required
@@ -22,7 +19,7 @@ from reconcile_app.core.exceptions import ReconcileError
 from reconcile_app.core.roles import Role
 
 from . import services
-from .backend import registration_key_generate
+from .backend import registration_key_generate, registration_public_jwk
 from .exceptions import EhrUnavailable, LaunchExpired, LaunchRefused, UnknownIssuer
 from .forms import CallbackForm, LaunchForm, RegistrationForm, StandaloneForm
 from .models import EhrRegistration
@@ -159,17 +156,8 @@ def launch_again(request: HttpRequest) -> HttpResponse:
 @require_GET
 def jwks(request: HttpRequest) -> JsonResponse:
     """Our public keys, for EHRs that fetch them from a JWKS URL instead of a registered JWK."""
-    keys = []
-    for registration in EhrRegistration.objects.filter(active=True).exclude(private_key_pem=""):
-        try:
-            public = load_pem_private_key(registration.private_key_pem.encode(), password=None).public_key()
-        except (ValueError, TypeError):
-            continue
-        alg = RSAAlgorithm if isinstance(public, rsa.RSAPublicKey) else ECAlgorithm
-        jwk = json.loads(alg.to_jwk(public))
-        jwk.update({"kid": registration.key_id or f"reg-{registration.pk}", "use": "sig",
-                    "alg": "RS384" if alg is RSAAlgorithm else "ES384"})
-        keys.append(jwk)
+    registrations = EhrRegistration.objects.filter(active=True).exclude(private_key_pem="")
+    keys = [jwk for r in registrations if (jwk := registration_public_jwk(registration=r)) is not None]
     return JsonResponse({"keys": keys})
 
 
