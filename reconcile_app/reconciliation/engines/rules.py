@@ -209,6 +209,7 @@ class RulesReconciler(Reconciler):
 
     def _finding(self, v: Verdict, memory: MemoryDraft) -> FindingDraft:
         discrepancy = v.kind in (CONTRA, GAP)
+        v.cites = v.cites[:MAX_CITATIONS]  # the resource the finding is about comes first; a reviewer opens a handful
         return FindingDraft(
             kind=str(v.kind),
             severity=str(v.severity if discrepancy else Severity.LOW),
@@ -481,7 +482,7 @@ class RulesReconciler(Reconciler):
             v = Verdict(GAP, Cat.MEDICATION, f"{ERROR_RULE_PREFIX}med-only-entry", sev, safe,
                         f"Patient reports taking {label}; its only record entry ({_short(match.error[0])}) is marked entered-in-error.")
             v.cite(*match.error)
-            v.cite(*self._indications(ctx, classes, m.quote)[:2])
+            v.cite(*self._indications(ctx, classes, m.quote)[:3])
         else:
             if match.by_class_only:
                 # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
@@ -496,8 +497,8 @@ class RulesReconciler(Reconciler):
             v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else" if someone_else else "med-undocumented", sev, safe,
                         f"Patient reports taking {label} ({who}); the record has no entry for it.")
             v.cite(*ctx.idx.meds_sharing_ingredient(mention.drugs))
-            v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:3])
-            v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:2])
+            v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:4])
+            v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
         for sev, safe, why, partners in interactions:
             v.raise_to(sev, safe)
             v.cite(*partners[:3])
@@ -517,7 +518,9 @@ class RulesReconciler(Reconciler):
             v.kind = CONTRA
             v.rule = f"{v.rule}+careplan"
             v.explanation = f"{v.explanation} Care plan restricts it ({clause[:80]})."
-        return v.cite(careplan)
+        if all((c.resource_type, c.id) != (careplan.resource_type, careplan.id) for c in v.cites):
+            v.cites.insert(1 if v.cites else 0, careplan)  # the restricting plan right after what it is about
+        return v
 
     def _allergen_taken(self, m: MemoryDraft, ctx: Context, mention: DrugMention, action: str) -> Verdict | None:
         if action in ("stopped",) or not mention.drugs:
@@ -626,8 +629,8 @@ class RulesReconciler(Reconciler):
                     f"Patient reports {', '.join(f.label for f in kept[:3])}; not in the record.")
         for flag in kept:
             v.raise_to(flag.severity, flag.safety)
-            v.cite(*ctx.idx.conditions_for(set(flag.conditions))[:3])
-            v.cite(*ctx.idx.meds_of_classes(set(flag.classes))[:2])
+            v.cite(*ctx.idx.conditions_for(set(flag.conditions))[:4])
+            v.cite(*ctx.idx.meds_of_classes(set(flag.classes))[:3])
             if flag.loinc:
                 v.cite(ctx.idx.latest_observation(flag.loinc))
             if flag.careplan:
@@ -781,9 +784,9 @@ class RulesReconciler(Reconciler):
         shown = _show(kind, values)
         v = Verdict(GAP, Cat.OBSERVATION, f"reading-{rule.id}", rule.severity, rule.safety,
                     f"Patient reports {kind.replace('_', ' ')} {shown}, {rule.text}" + (f"; last recorded {latest.detail} ({latest.date[:10]})." if latest and latest.detail else "."))
-        v.cite(*related_conditions[:2])
+        v.cite(*related_conditions[:3])
         v.cite(latest)
-        v.cite(*ctx.idx.careplans_mentioning(measure.careplan_terms)[:1])
+        v.cite(*(ctx.idx.careplans_mentioning(measure.careplan_terms)[:1] or ctx.idx.careplans_addressing({e.id for e in related_conditions})[:1]))
         flag = self._red_flag_verdict(m, ctx, quote)
         if flag is not None:
             v.raise_to(flag.severity, flag.safety)
@@ -840,7 +843,7 @@ class RulesReconciler(Reconciler):
                     + (f"; last recorded {_short(matches[0])} on {matches[0].date[:10]}." if matches else "."))
         v.cite(*sorted(matches, key=lambda e: e.date, reverse=True)[:2])
         v.cite(*self._site_related(ctx, sites | sites_in_text(ctx.around(m), self.kb)))
-        v.cite(*self._context_conditions(ctx, ctx.around(m))[:1])
+        v.cite(*self._context_conditions(ctx, ctx.around(m))[:2])
         return v
 
     def _site_related(self, ctx: Context, sites: set[str]) -> list[ClinicalEntry]:
@@ -888,7 +891,7 @@ class RulesReconciler(Reconciler):
         if not doses:
             # a first dose of a family: the conditions that make it recommended are what the reviewer checks
             indications = {c for vac in self.kb.vaccines if vac.id in families for c in vac.indications}
-            v.cite(*ctx.idx.conditions_for(indications)[:2])
+            v.cite(*ctx.idx.conditions_for(indications)[:3])
             if not v.cites:
                 v.cite(*sorted((e for e, _ in ctx.idx.vaccines if e.state == State.ACTIVE), key=lambda e: e.date, reverse=True)[:1])
         for sev, safe, why, partners in self._interactions(ctx, set(), [], live_vaccine=live):
@@ -1106,6 +1109,7 @@ def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[Clinica
 
 
 REPEAT_WINDOW = timedelta(days=90)
+MAX_CITATIONS = 6
 
 
 def _repeat_key(v: Verdict) -> tuple[str, str] | None:
