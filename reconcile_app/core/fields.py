@@ -71,4 +71,5 @@ class EncryptedJSONField(EncryptedTextField):
     def get_prep_value(self, value: Any) -> str | None:
         if value is None:
             return None
-        return super().get_prep_value(json.dumps(value, sort_keys=True))
+        # Straight to encryption: TextField.get_prep_value would run to_python and undo the dump.
+        return encrypt_str(json.dumps(value, sort_keys=True))

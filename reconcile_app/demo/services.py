@@ -16,6 +16,7 @@ from reconcile_app.core.services import user_create
 logger = logging.getLogger(__name__)
 
 DEMO_CLIENT_ID = "reconcile-demo"
+DEMO_BACKEND_CLIENT_ID = "reconcile-backend"
 DEMO_USERS = (("nurse", Role.NURSE, "Nora Nurse"), ("admin", Role.ADMIN, "Adam Admin"))
 DEMO_PASSWORD = "reconcile-demo"  # embedded demo only; printed on start
 
@@ -43,6 +44,7 @@ def demo_users_ensure() -> list[str]:
 def demo_registration_ensure(*, base_url: str):  # type: ignore[no-untyped-def]
     """Register the sandbox EHR with the app, and the app with the sandbox's authorization server."""
     from reconcile_app.sandbox.services import sandbox_client_register
+    from reconcile_app.smart.backend import registration_key_generate, registration_public_jwk
     from reconcile_app.smart.models import EhrRegistration
 
     iss = f"{base_url}/sandbox/fhir"
@@ -60,7 +62,14 @@ def demo_registration_ensure(*, base_url: str):  # type: ignore[no-untyped-def]
             "client_type": EhrRegistration.ClientType.PUBLIC,
             "frame_ancestors": base_url,
             "write_enabled": True,
+            "backend_client_id": DEMO_BACKEND_CLIENT_ID,
+            "backend_scopes": "system/*.rs system/DetectedIssue.c system/Task.c system/Communication.c",
         },
+    )
+    # Backend Services (refreshes without a user): the app's key pair, public half registered with the EHR.
+    jwk = registration_public_jwk(registration=registration) or registration_key_generate(registration=registration)
+    sandbox_client_register(
+        client_id=DEMO_BACKEND_CLIENT_ID, redirect_uris=[], jwk_public=jwk, scopes=registration.backend_scopes
     )
     return registration
 
