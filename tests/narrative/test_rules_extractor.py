@@ -154,6 +154,33 @@ def test_allergy_from_a_reaction_after_a_drug(extractor) -> None:
     assert allergy[0].turn_ids[:2] == ("t4", "t2") and allergy[0].subject == "patient"
 
 
+def test_a_drug_named_as_an_allergen_is_an_allergy_not_a_medication(extractor) -> None:
+    drafts = extractor.extract_session(session("Anything new?", "The ER nurse asked about my sulfa allergy and my Keflex allergy"))
+    assert not clinical(drafts, "medication")
+    substances = {d.attributes["substance"] for d in clinical(drafts, "allergy")}
+    assert "cephalexin" in substances
+
+
+def test_taking_a_drug_the_record_lists_as_an_allergy_is_an_allergy_memory(extractor) -> None:
+    record = build_clinical_record([
+        {"resourceType": "AllergyIntolerance", "id": "al-pcn", "clinicalStatus": {"coding": [{"code": "active"}]},
+         "code": {"coding": [{"system": "http://snomed.info/sct", "code": "91936005", "display": "Allergy to penicillin"}]}},
+    ])
+    drafts = extractor.extract_session(session(
+        "How did the dental work go?", "Fine, the dentist had me on amoxicillin for a week", "Any reaction?", "Nope, no problems at all"),
+        record=record)
+    allergy = clinical(drafts, "allergy")
+    assert allergy and allergy[0].attributes["stated_status"] == "tolerated"
+    assert allergy[0].attributes["record_ref"] == "AllergyIntolerance/al-pcn"
+    assert allergy[0].turn_ids == ("t2", "t4") and allergy[0].is_patient_affirmed
+
+
+def test_a_resolved_condition_is_stated_not_denied(extractor) -> None:
+    drafts = extractor.extract_session(session("News?", "My doctor says I'm not prediabetic anymore!"))
+    cond = clinical(drafts, "condition")[0]
+    assert cond.attributes["stated_status"] == "resolved" and cond.assertion == "affirmed"
+
+
 def test_clinical_facts_never_become_lifestyle(extractor) -> None:
     drafts = extractor.extract_session(session("How's life?", "Busy with the kids. I quit my lisinopril last week. We love hiking."))
     lifestyle = [d for d in drafts if d.category == "lifestyle"]

@@ -445,6 +445,12 @@ def record_overlay(record: Any, lex: Lexicon) -> dict[str, tuple[Entry, ...]]:
         coding = entry.primary_coding
         code = coding.code if coding else ""
         names = _record_names(display, kind, lex)
+        if kind == "care":
+            # the plan's activities ("Daily weights; Low sodium diet") are what patients talk about
+            for part in re.split(r"[;,.]", str(getattr(entry, "detail", "") or "")):
+                phrase = normalize_phrase(re.sub(r"\([^)]*\)", " ", part))
+                if phrase and 1 <= len(phrase.split()) <= 4 and phrase not in STOPWORDS:
+                    names.append((phrase, phrase))
         for name, canonical in names:
             e = Entry(kind, canonical, "record", f"{entry.resource_type}/{entry.id}",
                       drug_class=lex.class_of(canonical) if kind == "drug" else "",

@@ -75,6 +75,8 @@ _LAB_NAMES = {"ejection fraction": "ejection fraction", "ef": "ejection fraction
 _LAB = re.compile(r"\b(ejection fraction|ef|ldl|hdl|cholesterol|triglycerides|potassium|sodium|creatinine|egfr|gfr|tsh|hemoglobin|hgb|platelets|psa|"
                   r"ferritin|b12|vitamin d|kidney function|white count|wbc|iron)\b(?: level| levels| number| count)?[^.!?\d]{0,20}?"
                   r"(\d{1,4}(?:\.\d{1,2})?)(?!\s*(?:mg\b|mcg|pills?|tabs?|times|days|weeks))")
+_DRINKING = re.compile(r"\b(?:drinking|drink|drank|been drinking)\s+(a lot|every night|every day|daily|more|heavily|again|most nights|too much|a bunch)\b")
+_SLEEP = re.compile(r"\b(?:sleep(?:ing)?|slept|getting|get)\s+(?:only |maybe |about |like |around )?(\d{1,2}(?:\.\d)?)\s*(?:hours?|hrs?)\b")
 _PEAK_FLOW = re.compile(r"\bpeak flow\b\D{0,15}?(\d{2,3})\b")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|dinamap|kiosk)\b")
@@ -173,6 +175,13 @@ def find_measurements(low: str) -> list[Measurement]:
         if m and free(m.start(), m.end()):
             quit_ = re.search(r"\b(quit|stopped|gave up|don'?t|never|no longer|not)\b", low[max(0, m.start() - 25) : m.end() + 5])
             claim(Measurement("tobacco_use", None, m.start(), m.end(), qualifier="former" if quit_ else "current"))
+    if not any(f.kind == "alcohol_use" for f in found):
+        m = _DRINKING.search(low)
+        if m and free(m.start(), m.end()):
+            claim(Measurement("alcohol_use", None, m.start(), m.end(), qualifier=m.group(1)))
+    for m in _SLEEP.finditer(low):
+        if free(m.start(1), m.end(1)):
+            claim(Measurement("sleep_duration", float(m.group(1)), m.start(), m.end(), unit="h"))
     for m in _PEAK_FLOW.finditer(low):
         if free(m.start(1), m.end(1)):
             claim(Measurement("peak_flow", float(m.group(1)), m.start(), m.end(), unit="L/min"))

@@ -105,10 +105,11 @@ _ALLERGY_CLAIM = re.compile(r"\b(allergic|allergy|allergies|reaction to|react to
 _ALLERGY_RESOLVED = re.compile(r"\b(outgrew|outgrown|grew out of|not allergic|no longer allergic|isn't an allergy|not really allergic|not actually allergic)\b")
 _EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|taking|used|using|tried|drank|gave me|got stung|stung|"
                        r"administered|given|received|after|exposed|touched)\b")
-_NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction)\b")
+_NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction|was fine|were fine|been fine|no problems?|no issues?|didn'?t bother me|"
+                          r"tolerated (?:it|them)|handled it fine|no side effects|no allergic reaction|without (?:a |any )?(?:problem|reaction|issue))\b")
 _ANTIHISTAMINE = frozenset({"diphenhydramine", "epinephrine", "cetirizine", "loratadine", "fexofenadine", "hydroxyzine"})
 _STATUS_WORDS = [
-    (re.compile(r"\b(is gone|are gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|fading|disappeared)\b"), "resolved"),
+    (re.compile(r"\b(is gone|are gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|anymore|fading|disappeared|in remission|cured|reversed|outgrew|outgrown)\b"), "resolved"),
     (re.compile(r"\b(worse|worsening|getting worse|more often|bad again|flared|flare|flaring|acting up)\b"), "worse"),
     (re.compile(r"\b(better|improving|improved|less|easing|calmed down)\b"), "better"),
     (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|tested positive)\b"), "diagnosed"),
@@ -160,6 +161,7 @@ _ALLERGIC_TO = re.compile(r"\b(?:allergic to|allergy to|allergies to|reaction to
 _REMOVAL = re.compile(
     r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
     r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
+_BEHAVIOUR_CARE = {"tobacco_use": "smoking cessation", "alcohol_use": "alcohol use"}
 _ONGOING_TREATMENTS = frozenset({"dialysis", "infusion", "radiation", "allergen immunotherapy", "physical therapy",
                                  "cardiac rehab", "wound repair"})
 _PROC_PAST = re.compile(r"\b(had|got|did|done|went|was|underwent|getting|removed|took out|fixed)\b")
@@ -253,6 +255,7 @@ class RulesExtractor(Extractor):
                 logger.exception("rules extraction failed on turn %s of session %s", getattr(turn, "id", "?"), session.id)
         try:
             _link_session(states, record, lex)
+            _record_allergy_exposures(states, record)
         except Exception:
             logger.exception("rules session linking failed for session %s", session.id)
         drafts: list[MemoryDraft] = []
@@ -360,7 +363,11 @@ class RulesExtractor(Extractor):
                 mention.confidence = 0.85
             elif entry.detail == "near match":
                 mention.confidence = 0.55
-            if category == MemoryCategory.MEDICATION:
+            if category == MemoryCategory.MEDICATION and kind == "drug" and _allergy_frame(sent.low, hit):
+                # "my penicillin allergy", "allergic to sulfa drugs": the drug is the allergen, not a medication taken
+                category = mention.category = MemoryCategory.ALLERGY
+                self._allergy_claim(mention, Entry("allergen", entry.canonical, entry.source), sent)
+            elif category == MemoryCategory.MEDICATION:
                 if not self._medication(mention, hit, entry, res, words, sent, lex, state):
                     continue
             elif category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
@@ -547,6 +554,17 @@ class RulesExtractor(Extractor):
                 mention.assertion = Assertion.HISTORICAL  # "I'm usually in the 120s" is a baseline, not a reading
             mention.event_time = _event_time(state, sent)
             out.append(mention)
+            if meas.kind in _BEHAVIOUR_CARE and not any(x.category == MemoryCategory.CARE_ACTIVITY and x.name == _BEHAVIOUR_CARE[meas.kind] for x in out):
+                # smoking and drinking are also care-plan behaviours (cessation, limits)
+                name = _BEHAVIOUR_CARE[meas.kind]
+                care = Mention(MemoryCategory.CARE_ACTIVITY, state.turn, sent, meas.start, meas.end,
+                               {"name": name, "detail": state.low[meas.start:meas.end],
+                                "action": "stopped" if meas.qualifier == "former" else "using" if meas.kind == "tobacco_use" else ""},
+                               res.subject, res.relation, res.assertion, confidence=0.5, turn_ids=[state.turn.id], name=name)
+                if not care.attributes["action"]:
+                    del care.attributes["action"]
+                care.event_time = mention.event_time
+                out.append(care)
         return out
 
     def _medication(self, mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
@@ -841,6 +859,13 @@ def _followed_by_service(words: list[str], idx: int) -> bool:
     return idx < len(words) and words[idx] in _SERVICE_WORDS
 
 
+def _allergy_frame(low: str, hit: Hit) -> bool:
+    after = low[hit.end : hit.end + 25]
+    before = low[max(0, hit.start - 30) : hit.start]
+    return bool(re.match(r"\s*(?:drugs?\s+|meds?\s+|antibiotics?\s+)?(allerg\w*|intoleran\w*|sensitivity)", after)
+                or re.search(r"(allergic|allergy|allergies|reaction|react|sensitive|intolerant)\s+(?:to|from|with)\s+(?:the |my |any |all )?$", before))
+
+
 def _after_more(words: list[str], idx: int) -> bool:
     return idx + 1 < len(words) and words[idx + 1] in ("more", "longer")
 
@@ -994,6 +1019,68 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
         _allergy_inference(state, states, i)
         _continuations(state, states, i, coach_before)
     _burst_links(states)
+
+
+_ALLERGY_SYNONYMS = {
+    "sulfonamide": ("sulfa", "sulfonamide", "sulfamethoxazole"), "penicillin": ("penicillin", "amoxicillin", "ampicillin"),
+    "insect venom": ("bee", "wasp", "venom", "sting", "hornet", "yellow jacket"), "tree nut": ("nut", "cashew", "almond", "walnut", "pecan"),
+    "shellfish": ("shellfish", "shrimp", "crab", "lobster", "crustacean"), "nsaid": ("nsaid", "ibuprofen", "naproxen", "aspirin"),
+    "latex": ("latex", "rubber"), "peanut": ("peanut",), "cephalosporin": ("cephalosporin", "cephalexin", "cefdinir"),
+}
+
+
+def _allergy_keys(canonical: str, drug_class: str) -> set[str]:
+    keys = {w for w in re.findall(r"[a-z]+", canonical.lower()) if len(w) > 3}
+    cls = drug_class.lower()
+    for family, words in _ALLERGY_SYNONYMS.items():
+        if family in cls or family in canonical.lower() or any(w in canonical.lower() for w in words):
+            keys |= set(words) | {family}
+    return keys
+
+
+def _record_allergy_exposures(states: list[TurnState], record: ClinicalRecord | None) -> None:
+    """Taking or meeting a substance the record lists as an allergy is an allergy fact in its own right
+    ("took amoxicillin for a week, no problem" against a penicillin allergy)."""
+    if record is None:
+        return
+    try:
+        allergies = [a for a in record.of_type("AllergyIntolerance", states=["active"]) if a.display]
+    except Exception:
+        return
+    if not allergies:
+        return
+    patient_states = [s for s in states if s.turn.speaker == "patient"]
+    for k, state in enumerate(patient_states):
+        exposures: list[tuple[str, str, Mention | None, Sentence]] = []
+        for m in state.mentions:
+            if m.category == MemoryCategory.MEDICATION and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED \
+                    and m.attributes.get("drug"):
+                exposures.append((m.attributes["drug"], m.attributes.get("drug_class", ""), m, m.sentence))
+        for sent in state.sentences:
+            for hit in getattr(sent, "hits", []):
+                if hit.best.kind == "allergen" and _EXPOSURE.search(sent.low):
+                    exposures.append((hit.best.canonical, "", None, sent))
+        for canonical, cls, source, sent in exposures:
+            keys = _allergy_keys(canonical, cls)
+            match = next((a for a in allergies if any(key in a.display.lower() for key in keys)), None)
+            if match is None or any(m.category == MemoryCategory.ALLERGY and m.subject == Subject.PATIENT
+                                    and m.assertion == Assertion.AFFIRMED for m in state.mentions):
+                continue
+            following = patient_states[k + 1] if k + 1 < len(patient_states) else None
+            window = state.low + " " + (following.low if following else "")
+            if _NO_REACTION.search(window):
+                status, reaction = "tolerated", "none"
+            elif _REACTION_WORDS.search(state.low):
+                status, reaction = "reaction", ", ".join(sorted({x.group(1) for x in _REACTION_WORDS.finditer(state.low)}))
+            else:
+                status, reaction = "exposed", ""
+            attrs = {"substance": canonical, "reaction": reaction, "stated_status": status,
+                     "record_ref": f"{match.resource_type}/{match.id}", "display": match.display}
+            turn_ids = [state.turn.id] + ([following.turn.id] if following and status == "tolerated" and not _NO_REACTION.search(state.low) else [])
+            mention = Mention(MemoryCategory.ALLERGY, state.turn, sent, source.start if source else sent.start,
+                              source.end if source else sent.end, attrs, confidence=0.55, turn_ids=turn_ids, name=canonical)
+            mention.event_time = source.event_time if source else None
+            state.mentions.append(mention)
 
 
 def _burst_links(states: list[TurnState]) -> None:
