@@ -117,7 +117,7 @@ RELATIONS = frozenset(
     coworker co-worker coworkers boss colleague resident residents client clients classmate teammate dog cat
     guy lady man woman girl boy people everyone everybody someone somebody family grandbaby grandbabies bestie ex
     twin youngest oldest pastor sponsor landlord teacher stepfather stepmother stepsister stepbrother hubs wifey ma pa
-    gf bf bro sis mil fil
+    gf bf bro sis mil fil patient patients fianc
     """.split()
 )
 OTHER_PRONOUNS = frozenset("he she him his her hers hes shes he's she's himself herself".split())
@@ -286,6 +286,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if i in skip:
             continue
         base = w[:-2] if w.endswith("'s") else w
+        if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS and i + 1 < n and words[i + 1] not in _VERBISH:
+            base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe
         possessive = w.endswith("'s") or (w.endswith("s") and base in RELATIONS)
         if base in CLINICIANS:
             if i > 0 and words[i - 1] in ("his", "her", "their"):
@@ -340,6 +342,7 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
     return out
 
 
+_VERBISH = frozenset("are were have had do did and or too also both all".split())
 _TOOK_VERBS = frozenset("took take taking takes tried try trying used use using borrowed borrow had have popped gave give "
                         "giving got snagged stole swiped".split())
 
