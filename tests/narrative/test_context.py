@@ -95,6 +95,9 @@ SUBJECTS = [
     ("the endocrinologist said she wants me on Mounjaro", "mounjaro", "patient", ""),
     ("my neighbor gave me some of her Valium", "valium", "patient", ""),
     ("He had his gallbladder out", "gallbladder", "other", "other person"),
+    ("the lady next to me at church had a stroke", "stroke", "other", "lady"),
+    ("I gave my husband his eliquis", "eliquis", "other", "husband"),
+    ("my husbands ozempic", "ozempic", "other", "husband"),
 ]
 
 

@@ -116,6 +116,7 @@ RELATIONS = frozenset(
     stepmom stepson stepdaughter friend friends buddy bff neighbor neighbour neighbors roommate roommates
     coworker co-worker coworkers boss colleague resident residents client clients classmate teammate dog cat
     guy lady man woman girl boy people everyone everybody someone somebody family grandbaby grandbabies bestie ex
+    nana granny gramps grandad granddad auntie
     twin youngest oldest pastor sponsor landlord teacher stepfather stepmother stepsister stepbrother hubs wifey ma pa
     gf bf bro sis mil fil patient patients fianc
     """.split()
@@ -333,6 +334,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         nxt_base = nxt_base[:-2] if nxt_base.endswith("'s") else nxt_base
         if w in ("mine", "ours") and i > 0 and words[i - 1] == "of":
             continue  # "a friend of mine takes...": the friend, not the patient
+        if w in ("me", "us") and i > 0 and words[i - 1] in _PREPOSITIONS:
+            continue  # "the lady next to me had a stroke": an object of a preposition is not the experiencer
         if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
                                                          or (i + 2 < n and words[i + 2] in RELATIONS))):
             out.append(Person(i, "self", ""))
@@ -342,9 +345,10 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
     return out
 
 
+_PREPOSITIONS = frozenset("to with near beside behind from at around like than for".split())
 _VERBISH = frozenset("are were have had do did and or too also both all".split())
-_TOOK_VERBS = frozenset("took take taking takes tried try trying used use using borrowed borrow had have popped gave give "
-                        "giving got snagged stole swiped".split())
+_TOOK_VERBS = frozenset("took take taking takes tried try trying used use using borrowed borrow had have popped got snagged "
+                        "stole swiped".split())
 
 
 def subject_for(words: list[str], start: int, end: int, people: list[Person]) -> tuple[str, str, str]:
@@ -369,7 +373,9 @@ def subject_for(words: list[str], start: int, end: int, people: list[Person]) ->
             for p in people:
                 if p.kind == "self" and p.index < best_before.index:
                     window = words[max(0, p.index - 2) : best_before.index]
-                    if any(w in _TOOK_VERBS for w in window):
+                    gave_me = any(words[k] in ("gave", "give", "giving", "handed", "lent", "loaned") and words[k + 1] == "me"
+                                  for k in range(max(0, p.index - 2), min(p.index + 1, len(words) - 1)))
+                    if gave_me or any(w in _TOOK_VERBS for w in window):
                         return "patient", "", best_before.relation
         subject, relation = "other", best_before.relation
     # a short backward scope: "... for my dad", "... for him"

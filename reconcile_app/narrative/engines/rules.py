@@ -227,6 +227,7 @@ class TurnState:
     mentions: list[Mention] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     context_text: str = ""  # this turn and the few before it, lowered: cues such as "I saw a specialist"
+    carry_out: str = ""  # the other person an answer was about, still open at the end of this turn
 
 
 class RulesExtractor(Extractor):
@@ -303,6 +304,8 @@ class RulesExtractor(Extractor):
             return state
         clinician_context = _clinician_context(previous)
         carry = _asked_about_other(previous)
+        if not carry and previous and previous[-1].turn.speaker == "patient":
+            carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
         last_relation = ""
         state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
         measurements = find_measurements(low)
@@ -337,6 +340,7 @@ class RulesExtractor(Extractor):
                 carry = ""
             sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
             state.mentions.extend(self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex))
+        state.carry_out = carry
         self._coaching_mentions(state)
         return state
 
