@@ -127,6 +127,19 @@ def test_record_displays_join_the_lexicon_with_their_codes(lex) -> None:
     assert hits[0].best.code == "999001"
 
 
+@pytest.mark.parametrize(("display", "phrase", "drug"), [
+    ("24 HR metformin hydrochloride 500 MG Extended Release Oral Tablet", "metformin hydrochloride", "metformin"),
+    ("3 ML liraglutide 6 MG/ML Pen Injector", "liraglutide", "liraglutide"),
+    ("Levothyroxine Sodium 0.075 MG Oral Tablet", "levothyroxine", "levothyroxine"),
+    ("Amoxicillin 250 MG / Clavulanate 125 MG Oral Tablet", "clavulanate", "amoxicillin"),
+])
+def test_rxnorm_style_displays_yield_the_drug(lex, display: str, phrase: str, drug: str) -> None:
+    record = build_clinical_record([{"resourceType": "MedicationRequest", "id": "rx", "status": "active",
+                                     "medicationCodeableConcept": {"text": display}}])
+    overlay = record_overlay(record, lex)
+    assert overlay[phrase][0].canonical == drug
+
+
 def test_alias_file_is_versioned_and_every_entry_names_its_source() -> None:
     data = json.loads(ALIASES_PATH.read_text(encoding="utf-8"))
     assert data["version"]

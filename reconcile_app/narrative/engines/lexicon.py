@@ -463,32 +463,48 @@ def record_overlay(record: Any, lex: Lexicon) -> dict[str, tuple[Entry, ...]]:
     return {k: tuple(v) for k, v in overlay.items()}
 
 
+_RX_PREFIX = re.compile(r"^(?:NDA\d+\s+)?(?:\d+(?:\.\d+)?\s*(?:HR|ML|MG|UNT|ACTUAT|MCG|DAY)\s+)*", re.I)
+_SEMANTIC_TAG = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_LEADING_QUALIFIER = re.compile(r"^(?:essential|primary|benign|unspecified|history of|allergy to|allergy|intolerance to)\s+", re.I)
+
+
 def _record_names(display: str, kind: str, lex: Lexicon) -> list[tuple[str, str]]:
-    """The display itself, plus its head term ("Lisinopril 10 MG Oral Tablet" -> "lisinopril")."""
-    full = normalize_phrase(display)
+    """The display without its SNOMED tag, plus its head term ("Lisinopril 10 MG Oral Tablet" -> "lisinopril")."""
+    clean = _SEMANTIC_TAG.sub(" ", display)
+    full = normalize_phrase(clean)
     out: list[tuple[str, str]] = []
-    head = normalize_phrase(_FORM_WORDS.sub("", _DOSE_TAIL.sub("", display)))
     if kind == "drug":
-        # The canonical drug comes from the dictionary when the head is a known variant.
-        canonical = head
-        for e in lex.phrases.get(head, ()):
-            if e.kind == "drug":
-                canonical = e.canonical
+        # RxNorm names: "24 HR metformin hydrochloride 500 MG Extended Release Oral Tablet", "3 ML liraglutide 6 MG/ML Pen"
+        stripped = _RX_PREFIX.sub("", clean.strip())
+        no_dose = _DOSE_TAIL.sub("", stripped)
+        first, _, rest = no_dose.strip().partition(" ")
+        head = normalize_phrase(first + " " + _FORM_WORDS.sub("", rest))
+        # The canonical drug comes from the dictionary when the head (or its first word) is a known variant.
+        canonical = ""
+        first_word = head.split()[0] if head else ""
+        for candidate in dict.fromkeys((head, " ".join(head.split()[:2]), first_word)):
+            found = next((e.canonical for e in lex.phrases.get(candidate, ()) if e.kind == "drug"), "")
+            if found and found.split()[0] == first_word:  # "levothyroxine sodium" is levothyroxine, not thyroxine
+                canonical = found
+                if candidate != head:
+                    out.append((candidate, canonical))
                 break
+        canonical = canonical or head
         if head:
             out.append((head, canonical))
         if full and full != head and len(full.split()) <= MAX_NGRAM:
             out.append((full, canonical))
-        for word in head.split():  # combination products: "sulfamethoxazole / trimethoprim"
-            for e in lex.phrases.get(word, ()):
-                if e.kind == "drug" and e.canonical == canonical and word != head:
+        if "/" in stripped:  # combination products: "Amoxicillin 250 MG / Clavulanate 125 MG"
+            for part in re.split(r"\s*/\s*", stripped):
+                word = normalize_phrase(_DOSE_TAIL.sub("", part)).split(" ")[0]
+                if word and word != head and any(e.kind == "drug" for e in lex.phrases.get(word, ())):
                     out.append((word, canonical))
         return out
-    canonical = head or full
-    if full and len(full.split()) <= MAX_NGRAM:
-        out.append((full, canonical))
-    if head and head != full:
-        out.append((head, canonical))
+    short = normalize_phrase(_LEADING_QUALIFIER.sub("", clean.strip()))
+    canonical = short or full
+    for name in dict.fromkeys([full, short]):
+        if name and len(name.split()) <= MAX_NGRAM:
+            out.append((name, canonical))
     return out
 
 

@@ -23,7 +23,7 @@ from reconcile_app.narrative.types import (
 from . import context as ctx
 from .base import Extractor
 from .clauses import _UNSET, Sentence, split_sentences
-from .lexicon import Entry, Hit, Lexicon, default_lexicon, lower_same_length, record_overlay, tokenize
+from .lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay, tokenize
 from .measurements import Measurement, find_measurements
 from .temporal import resolve
 
@@ -278,6 +278,7 @@ class RulesExtractor(Extractor):
                     logger.exception("rules draft failed on turn %s", state.turn.id)
             if state.candidates and drafts and drafts[-1].anchor_turn_id == state.turn.id:
                 drafts[-1].attributes.setdefault("lexicon_candidates", state.candidates)
+        _link_record(drafts, overlay)
         _assign_ops(drafts, prior)
         return drafts
 
@@ -1001,8 +1002,8 @@ def _record_class_drugs(record: ClinicalRecord | None, lex: Lexicon, lay_class: 
     except Exception:
         return []
     for med in meds:
-        overlay_names = [e for e in lex.phrases.get(_head(med.display), ()) if e.kind == "drug"]
-        canonical = overlay_names[0].canonical if overlay_names else _head(med.display)
+        names = _record_names(med.display or "", "drug", lex)
+        canonical = names[0][1] if names else _head(med.display)
         cls = lex.class_of(canonical)
         if _compatible(lay_class, cls) and cls:
             out.append((canonical, med))
@@ -1418,6 +1419,25 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
         if m.event_time is None and when is not None:
             m.event_time = when
             m.attributes.setdefault("time_from_turn", state.turn.id)
+
+
+def _link_record(drafts: list[MemoryDraft], overlay: dict) -> None:
+    """A drug named by brand ("Victoza") still points at the record's entry for its generic."""
+    by_drug: dict[str, Entry] = {}
+    for entries in overlay.values():
+        for e in entries:
+            if e.kind == "drug" and e.record_ref and e.canonical not in by_drug:
+                by_drug[e.canonical] = e
+    for d in drafts:
+        if d.category not in (MemoryCategory.MEDICATION, MemoryCategory.ALLERGY) or "record_ref" in d.attributes:
+            continue
+        e = by_drug.get(d.attributes.get("drug") or d.attributes.get("substance") or "")
+        if e is None:
+            continue
+        d.attributes["record_ref"] = f"{e.record_ref[0]}/{e.record_ref[1]}"
+        d.attributes.setdefault("display", e.display)
+        if e.code and d.category == MemoryCategory.MEDICATION:
+            d.attributes.setdefault("rxnorm_hint", e.code)
 
 
 # ---- delta ops against the patient's current memory ---------------------------------------------
