@@ -181,10 +181,17 @@ class Lexicon:
         tokens = tokens if tokens is not None else tokenize(lowered)
         words = [t for t, _, _ in tokens]
         hits: list[Hit] = []
+        starts = self._start_index()
+        over = _overlay_starts(overlay)
         i, n = 0, len(words)
         while i < n:
             found = None
-            for size in range(min(MAX_NGRAM, n - i), 0, -1):
+            word = words[i]
+            longest = max(starts.get(word, 0), over.get(word, 0))
+            if longest == 0 and not (len(word) > 4 and word.endswith("s")):
+                i += 1  # no phrase starts with this word: most words of a sentence stop here
+                continue
+            for size in range(min(max(longest, 1), n - i), 0, -1):
                 key = " ".join(words[i : i + size])
                 entries = self._lookup(key, overlay)
                 if entries is None and size == 1:
@@ -202,6 +209,21 @@ class Lexicon:
             else:
                 i += 1
         return hits
+
+    def _start_index(self) -> dict[str, int]:
+        """First word -> the longest phrase starting with it (plural forms included), built once."""
+        index = self.__dict__.get("_starts")
+        if index is None:
+            index = {}
+            for key in self.phrases:
+                parts = key.split(" ")
+                for first in (parts[0], parts[0] + "s"):
+                    if len(parts) > index.get(first, 0):
+                        index[first] = len(parts)
+                if len(parts) > 1:  # "yeast infections": the plural sits on the last word
+                    index[parts[0]] = max(index.get(parts[0], 0), len(parts))
+            self.__dict__["_starts"] = index
+        return index
 
     def _lookup(self, key: str, overlay: dict[str, tuple[Entry, ...]] | None) -> tuple[Entry, ...] | None:
         if overlay and key in overlay:
@@ -234,6 +256,25 @@ class Lexicon:
             best = sorted(suggestions)[0]
             out.append(Candidate(word, canon[0] if len(canon) == 1 else best, "drug", 0.8, admitted, start, end))
         return out
+
+
+_OVERLAY_STARTS: dict[int, tuple[dict, dict[str, int]]] = {}
+
+
+def _overlay_starts(overlay: dict[str, tuple[Entry, ...]] | None) -> dict[str, int]:
+    if not overlay:
+        return {}
+    cached = _OVERLAY_STARTS.get(id(overlay))
+    if cached is not None and cached[0] is overlay:
+        return cached[1]
+    index: dict[str, int] = {}
+    for key in overlay:
+        parts = key.split(" ")
+        for first in (parts[0], parts[0] + "s"):
+            index[first] = max(index.get(first, 0), len(parts))
+    _OVERLAY_STARTS.clear()  # one patient's record at a time
+    _OVERLAY_STARTS[id(overlay)] = (overlay, index)
+    return index
 
 
 # ---- sources ----------------------------------------------------------------------------------
