@@ -250,3 +250,31 @@ def test_a_discrepancy_already_raised_in_an_earlier_session_is_not_raised_again(
     much_later = replace(later, mention_time=earlier.mention_time + timedelta(days=200))
     [raised] = ENGINE.reconcile([much_later], record, history=[earlier])
     assert raised.kind == "contradiction"
+
+
+@pytest.mark.parametrize(
+    ("quote", "attributes", "kind", "rule"),
+    [
+        ("haven't taken my warfarin in 5 days", {"drug": "warfarin", "action": "taking"}, "contradiction", "med-stopped-active"),
+        ("been doubling up on my metformin after big dinners", {"drug": "metformin", "action": "taking"}, "contradiction", "med-dose-more"),
+        ("I forgot my lisinopril at home so I took it late", {"drug": "lisinopril", "action": "taking"}, "agreement", "med-active-agrees"),
+        ("stopped the hydrochlorothiazide ages ago, taking my lisinopril daily", {"drug": "lisinopril", "action": "taking"}, "agreement", "med-active-agrees"),
+    ],
+)
+def test_the_quote_corrects_a_default_action(record: ClinicalRecord, quote: str, attributes: dict, kind: str, rule: str) -> None:
+    finding = judge(record, "medication", quote, attributes=attributes)
+    assert (finding.kind, finding.rule) == (kind, rule)
+
+
+def test_first_person_quote_overrides_a_carried_over_other_subject(record: ClinicalRecord) -> None:
+    finding = judge(record, "procedure", "It made me think, I've never had a colonoscopy.", attributes={"name": "colonoscopy"},
+                    subject=Subject.OTHER, assertion=Assertion.NEGATED)
+    assert finding.kind == "contradiction"
+    assert not judge(record, "procedure", "Tina had a colonoscopy and they found a polyp", attributes={"name": "colonoscopy"},
+                     subject=Subject.OTHER).is_discrepancy
+
+
+def test_high_risk_symptom_filed_as_chatter_still_reaches_the_queue(record: ClinicalRecord) -> None:
+    finding = judge(record, "lifestyle", "I've had black tarry stools for 3 days")
+    assert (finding.kind, finding.severity, finding.safety_critical) == ("gap", "high", True)
+    assert not judge(record, "lifestyle", "I felt a little dizzy after the run").is_discrepancy

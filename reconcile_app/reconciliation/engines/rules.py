@@ -41,6 +41,7 @@ _STOP = re.compile(
     r"don'?t (?:take|use) (?:it|them|that)? ?any ?more|not on (?:it|that|them) anymore|threw (?:it|them) out)\b"
 )
 _SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day instead|only some days)\b")
+_SKIP_HABIT = re.compile(r"\b(?:skipp(?:ing|ed) (?:it|them|doses|a few|most|some|days|a lot)|(?:missing|missed) (?:a lot of|most|several|a few|lots of) (?:doses|days|pills))\b")
 _HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
 _MORE = re.compile(r"\b(?:doubl\w*|two instead of one|an extra|extra (?:pill|dose|tablet)|twice as much|upped|increased (?:it|my)|more than (?:prescribed|i'?m supposed))\b")
 _LESS = re.compile(r"\b(?:cut back on (?:my|the) \w+|lower(?:ed)? (?:my|the) dose|less than (?:prescribed|i'?m supposed)|only (?:take|taking|taken) one)\b")
@@ -226,13 +227,19 @@ class RulesReconciler(Reconciler):
 
     def _judge(self, m: MemoryDraft, ctx: Context) -> Verdict:
         category = m.category
-        if m.subject != Subject.PATIENT:
+        if m.subject != Subject.PATIENT and not _only_the_patient_in(m.quote):
             return Verdict(NCR, _record_category(category), "subject-other", explanation="About another person, not the patient.")
         if m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):
             return Verdict(NCR, _record_category(category), f"assertion-{m.assertion}", explanation="Hypothetical or uncertain; nothing to reconcile.")
         text = _text(m)
         if m.assertion == Assertion.AFFIRMED and _PREGNANT.search(regex_text(m.quote)) and category not in ("goal", "preference"):
             return self._pregnancy(m, ctx)
+        if category in ("lifestyle", "care_activity") and m.assertion == Assertion.AFFIRMED:
+            # a high-risk symptom filed as chatter ("black tarry stools for 3 days") still reaches the queue
+            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote))
+            if flag is not None and flag.severity == Severity.HIGH and flag.safety:
+                flag.rule = f"{flag.rule}+reread"
+                return flag
         handler = {
             "medication": self._medication,
             "allergy": self._allergy,
@@ -291,6 +298,14 @@ class RulesReconciler(Reconciler):
         action = _attr(m, "action").lower()
         change = _attr(m, "dose_change").lower()
         quote = regex_text(m.quote)
+        clause = _drug_clause(m.quote, self.kb)  # only the clause naming the drug: "stopped the Advil, taking Tylenol"
+        if action in ("", "taking") and clause and not change:
+            if _HALF.search(clause) or _LESS.search(clause):
+                return "less"
+            if _MORE.search(clause):
+                return "more"
+            if _STOP.search(clause) or _SKIP_HABIT.search(clause):
+                return "stopped"
         if ctx is not None and action in ("", "taking"):
             # a stop said about "it" in the next sentence of the same turn ("its the water pill. so i quit it.")
             rest = regex_text(ctx.around(m))
@@ -1117,6 +1132,38 @@ def _repeat_key(v: Verdict) -> tuple[str, str] | None:
     if v.kind not in (CONTRA, GAP) or not v.cites:
         return None
     return v.rule.split("+")[0], f"{v.cites[0].resource_type}/{v.cites[0].id}"
+
+
+_CLAUSE_SPLIT = re.compile(r"[.;!?]+|,\s*|\b(?:but|and then|so|while|whereas)\b")
+
+
+def _drug_clause(quote: str, kb: Knowledge) -> str:
+    """The one clause of the quote that names a drug, when exactly one drug is named in the whole quote."""
+    if len(drugs_in_text(quote, kb).drugs) != 1:
+        return ""
+    clauses = [c for c in _CLAUSE_SPLIT.split(regex_text(quote)) if c and c.strip()]
+    hits = [c for c in clauses if drugs_in_text(c, kb).drugs]
+    return hits[0] if len(hits) == 1 else ""
+
+
+_RELATION = re.compile(
+    r"\b(?:husband|wife|spouse|partner|mom|mother|dad|father|son|daughter|sister|brother|friend|roommate|neighbou?r|"
+    r"boyfriend|girlfriend|coworker|co-worker|aunt|uncle|grandma|grandpa|grandmother|grandfather|cousin|kid|kids|child|"
+    r"niece|nephew|boss|in-law|patient|resident|client)s?\b"
+)
+_THIRD_PRONOUN = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|he's|she's)\b")
+_FIRST_SUBJECT = re.compile(r"\b(?:i|i've|ive|i'm|im|i'd|i'll)\b")
+
+
+def _only_the_patient_in(quote: str) -> bool:
+    """The quote speaks of the patient alone: first person, no third-person pronoun, relation or proper name."""
+    text = regex_text(quote)
+    if not _FIRST_SUBJECT.search(text) or _THIRD_PRONOUN.search(text) or _RELATION.search(text):
+        return False
+    words = quote.replace("\u2019", "'").split()
+    # a capitalised word inside the sentence is a name (Tina, Dr. Patel's office): someone else may be meant
+    return not any(w[:1].isupper() and not w.startswith("I") and i > 0 and not words[i - 1].endswith((".", "!", "?"))
+                   for i, w in enumerate(words))
 
 
 def _grounded_term(m: MemoryDraft) -> str:
