@@ -277,4 +277,4 @@ def test_first_person_quote_overrides_a_carried_over_other_subject(record: Clini
 def test_high_risk_symptom_filed_as_chatter_still_reaches_the_queue(record: ClinicalRecord) -> None:
     finding = judge(record, "lifestyle", "I've had black tarry stools for 3 days")
     assert (finding.kind, finding.severity, finding.safety_critical) == ("gap", "high", True)
-    assert not judge(record, "lifestyle", "I felt a little dizzy after the run").is_discrepancy
+    assert not judge(record, "lifestyle", "I felt a little dizzy after my walk").is_discrepancy
