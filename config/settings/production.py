@@ -2,7 +2,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F403
-from .base import CELERY_BROKER_URL, DATABASES, FIELD_ENCRYPTION_KEYS, SECRET_KEY, env_bool, env_int
+from .base import CACHE_URL, CELERY_BROKER_URL, DATABASES, FIELD_ENCRYPTION_KEYS, SECRET_KEY, env_bool, env_int
 
 if "insecure" in SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must be set in production")
@@ -14,6 +14,13 @@ if not FIELD_ENCRYPTION_KEYS:
     raise ImproperlyConfigured("FIELD_ENCRYPTION_KEYS must be set in production")
 
 DEBUG = False
+if not CACHE_URL:
+    if not CELERY_BROKER_URL.startswith("redis"):
+        raise ImproperlyConfigured("CACHE_URL must be set when the broker is not Redis")
+    # Share Redis with the broker, on the next database number.
+    _base, _, _db = CELERY_BROKER_URL.rpartition("/")
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": f"{_base}/{int(_db) + 1 if _db.isdigit() else 1}"}}
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)

@@ -18,9 +18,27 @@ NAV = [
 ]
 
 
+# A clinician works on the one launched patient: (label, url name) with that patient's pk.
+LAUNCHED_PATIENT_NAV = [
+    ("Record", "fhir:patient_detail"),
+    ("Memories", "narrative:patient_memories"),
+]
+
+
 def navigation(request: HttpRequest) -> dict:
     roles = user_roles(request.user)
     items = []
+    launched = request.session.get("smart_patient_pk") if hasattr(request, "session") else None
+    if Role.CLINICIAN in roles and launched:
+        for label, name in LAUNCHED_PATIENT_NAV:
+            try:
+                items.append({"label": label, "url": reverse(name, args=[launched])})
+            except NoReverseMatch:
+                continue
+        try:
+            items.append({"label": "Findings", "url": reverse("triage:patient_findings")})
+        except NoReverseMatch:
+            pass
     for label, name, allowed in NAV:
         if roles & allowed:
             try:

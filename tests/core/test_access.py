@@ -66,3 +66,13 @@ def test_frame_ancestors_policy_replaces_x_frame_options(client):
     response = client.get(reverse("core:login"))
     assert "frame-ancestors 'self'" in response["Content-Security-Policy"]
     assert "X-Frame-Options" not in response
+
+
+def test_a_launched_clinician_sees_the_patient_menu(clinician_client):
+    session = clinician_client.session
+    session["smart_patient_pk"] = 41
+    session.save()
+    response = clinician_client.get(reverse("core:login"), follow=True)
+    labels = [item["label"] for item in response.context["nav_items"]]
+    assert labels[:3] == ["Record", "Memories", "Findings"]
+    assert "Queue" not in labels and "Routing rules" not in labels
