@@ -8,7 +8,8 @@
           │             match patient ──✗──▶ Upload HELD ──(admin maps)──▶ upload_import again
           │             add only new sessions (Session PENDING); conflicts reported, not merged
           │
-    pipeline_kick(patient_id)  ── after commit; a broker outage is logged and the sweep re-enqueues
+    sessions_pending signal ─▶ pipeline_kick(patient_id)  ── enqueue after commit; a broker outage
+          │                                                    is logged and the sweep re-enqueues
           │
     pipeline_patient_advance_task(patient_id)     (Celery, acks_late, ids only)
           │   claim the patient's lease (conditional UPDATE on PatientPipeline) ──busy──▶ exit
@@ -24,9 +25,13 @@
     pipeline_sweep_task (beat, every minute)  ── re-enqueues patients with pending work and a free
                                                  or expired lease (lost messages, dead workers)
 
-    session_withdraw / upload_withdraw (consent)  ── memories_revoke_for_session (findings and triage
-          items cascade), turns deleted, raw upload sealed, audit kept; a step that was running
-          re-checks after the engines and revokes whatever it wrote
+    session_withdraw / upload_withdraw (consent) ─▶ session_withdrawn signal ─▶ memories_revoke_for_session
+          (findings and triage items cascade), turns deleted, raw upload sealed, audit kept; a step
+          that was running re-checks after the engines and revokes whatever it wrote
+
+The transcripts app sits upstream of the engines, so it never imports this module: it announces
+`sessions_pending` and `session_withdrawn` (transcripts/signals.py) and the receivers below act.
+They and the tasks are registered when the top-level evaluation app loads (EvaluationConfig.ready).
 
 Every step is idempotent on database constraints (runs keyed by content hash + engine version,
 their rows written in the same transaction that marks them done), so a message redelivered after a
@@ -43,13 +48,16 @@ from collections.abc import Callable
 from datetime import timedelta
 from enum import StrEnum
 
+from celery import shared_task
 from django.conf import settings
 from django.db import transaction
+from django.dispatch import receiver
 from django.db.models import Q
 from django.utils import timezone
 
 from reconcile_app.core.exceptions import PermanentError, RetryableError
 from reconcile_app.transcripts.models import PatientPipeline, Session
+from reconcile_app.transcripts.signals import session_withdrawn, sessions_pending
 
 logger = logging.getLogger(__name__)
 
@@ -204,8 +212,6 @@ def pipeline_patient_drain(*, patient_id: int, engine: str | None = None, on_ses
 
 def pipeline_enqueue(*, patient_id: int) -> bool:
     """Send one advance message; a broker outage is logged (ids only) and left to the sweep."""
-    from reconcile_app.transcripts.tasks import pipeline_patient_advance_task
-
     try:
         pipeline_patient_advance_task.apply_async(
             (patient_id,), retry=True, retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
@@ -231,3 +237,48 @@ def pipeline_sweep() -> int:
     for patient_id in sorted(patient_ids - held):
         sent += int(pipeline_enqueue(patient_id=patient_id))
     return sent
+
+
+@receiver(sessions_pending, dispatch_uid="pipeline-sessions-pending")
+def _on_sessions_pending(sender: object, *, patient_id: int, **kwargs: object) -> None:
+    pipeline_kick(patient_id=patient_id)
+
+
+@receiver(session_withdrawn, dispatch_uid="pipeline-session-withdrawn")
+def _on_session_withdrawn(sender: object, *, session: Session, **kwargs: object) -> int:
+    from reconcile_app.narrative.services import memories_revoke_for_session
+
+    return memories_revoke_for_session(session=session)
+
+
+# --- Celery tasks: ids in, one service call, retries only for RetryableError ------------------------
+
+
+@shared_task(
+    bind=True,
+    name="reconcile_app.pipeline.pipeline_patient_advance_task",
+    acks_late=True,  # redelivered after a lost worker; safe because every step is idempotent
+    reject_on_worker_lost=True,
+    autoretry_for=(RetryableError,),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=5,
+    ignore_result=True,
+)
+def pipeline_patient_advance_task(self, patient_id: int, budget: float | None = None, chain: bool = True) -> str:  # type: ignore[no-untyped-def]
+    """`budget` and `chain` let a caller run it in its own process session by session (the CLI's
+    --inline); messages from the broker use the defaults."""
+    # The task id is the lease token: a redelivered or retried message reclaims its own lease.
+    token = self.request.id or uuid.uuid4().hex
+    outcome = pipeline_patient_advance(
+        patient_id=patient_id, token=token, final_attempt=self.request.retries >= self.max_retries, budget=budget
+    )
+    if outcome == Outcome.MORE and chain:
+        pipeline_enqueue(patient_id=patient_id)
+    return str(outcome)
+
+
+@shared_task(name="reconcile_app.pipeline.pipeline_sweep_task", ignore_result=True)
+def pipeline_sweep_task() -> int:
+    """Beat safety net: pending work whose message was lost (broker outage, dead worker) is sent again."""
+    return pipeline_sweep()

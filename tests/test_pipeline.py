@@ -10,11 +10,17 @@ from kombu.exceptions import OperationalError
 
 from reconcile_app.core.exceptions import PermanentError, RetryableError
 from reconcile_app.narrative.models import ExtractionRun, Memory
-from reconcile_app.pipeline import Outcome, lease_claim, pipeline_patient_advance, pipeline_patient_drain, pipeline_sweep
+from reconcile_app.pipeline import (
+    Outcome,
+    lease_claim,
+    pipeline_patient_advance,
+    pipeline_patient_advance_task,
+    pipeline_patient_drain,
+    pipeline_sweep,
+)
 from reconcile_app.reconciliation.models import Finding
 from reconcile_app.transcripts.models import Session, Upload
 from reconcile_app.transcripts.services import session_retry, session_withdraw, upload_import, upload_receive
-from reconcile_app.transcripts.tasks import pipeline_patient_advance_task
 from tests.transcripts.conftest import fake_engines, patient, transcript_bytes  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db

@@ -19,6 +19,7 @@ from reconcile_app.fhir.models import Patient
 from .models import CoachingPlatform, PatientPipeline, Session, Turn, Upload
 from .parsers import ParsedSession, ParsedTranscript, parse_transcript
 from .selectors import patient_match
+from .signals import session_withdrawn, sessions_pending
 
 logger = logging.getLogger(__name__)
 
@@ -134,9 +135,7 @@ def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: Abstrac
                      details={"added": len(summary["added"]), "unchanged": len(summary["unchanged"]),
                               "conflicts": len(summary["conflicts"]), "withdrawn": len(summary["withdrawn"])})
         if start_pipeline and summary["added"]:
-            from reconcile_app.pipeline import pipeline_kick
-
-            pipeline_kick(patient_id=patient.pk)
+            sessions_pending.send(sender=Upload, patient_id=patient.pk)
     return upload
 
 
@@ -183,15 +182,15 @@ def upload_map(*, upload_id: int, patient: Patient, user: AbstractBaseUser) -> U
 
 @transaction.atomic
 def session_withdraw(*, session_id: int, user: AbstractBaseUser | None, reason: str = "") -> Session:
-    """Consent withdrawal for one session: memories and findings go (findings and triage items
-    cascade from memories), the turns' text goes, the session row stays as a tombstone so a
-    re-sent export cannot bring it back, and the audit trail keeps the decision."""
-    from reconcile_app.narrative.services import memories_revoke_for_session
-
+    """Consent withdrawal for one session: memories and findings go (the pipeline's receiver revokes
+    them; findings and triage items cascade from memories, and deleting the turns cascades to any
+    memory left), the turns' text goes, the session row stays as a tombstone so a re-sent export
+    cannot bring it back, and the audit trail keeps the decision."""
     session = Session.objects.select_for_update().get(pk=session_id)
     if session.withdrawn_at is not None:
         return session
-    revoked = memories_revoke_for_session(session=session)
+    responses = session_withdrawn.send(sender=Session, session=session)
+    revoked = sum(r for _, r in responses if isinstance(r, int))
     session.turns.all().delete()
     session.withdrawn_at = timezone.now()
     session.pipeline_status = Session.Pipeline.WITHDRAWN
@@ -230,9 +229,7 @@ def session_retry(*, session_id: int, user: AbstractBaseUser | None) -> Session:
         session.pipeline_error = ""
         session.save(update_fields=["pipeline_status", "pipeline_error"])
         audit_record(action="transcript.retry", actor=user, patient_pk=session.patient_id, object_type="session", object_id=session.pk)
-        from reconcile_app.pipeline import pipeline_kick
-
-        pipeline_kick(patient_id=session.patient_id)
+        sessions_pending.send(sender=Session, patient_id=session.patient_id)
     return session
 
 

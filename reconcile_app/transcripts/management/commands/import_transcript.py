@@ -5,14 +5,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from reconcile_app.fhir.models import Patient
-from reconcile_app.pipeline import pipeline_patient_drain
 from reconcile_app.transcripts.models import Session, Upload
 from reconcile_app.transcripts.selectors import patient_match, upload_progress
 from reconcile_app.transcripts.services import upload_import, upload_receive
+
+PIPELINE_TASK = "reconcile_app.pipeline.pipeline_patient_advance_task"
 
 
 class Command(BaseCommand):
@@ -21,7 +23,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
         parser.add_argument("--patient", default="", help="Patient/<id> or system|value of a known patient")
-        parser.add_argument("--inline", action="store_true", help="run the pipeline in this process instead of on the workers")
+        parser.add_argument("--inline", action="store_true", help="run the pipeline in this process (no worker needed)")
         parser.add_argument("--no-wait", action="store_true", help="do not wait for the pipeline")
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the workers")
 
@@ -56,7 +58,15 @@ class Command(BaseCommand):
         progress = upload_progress(upload=upload)
         with tqdm(total=progress.total, desc="sessions", unit="session", disable=quiet) as bar:
             if inline:
-                pipeline_patient_drain(patient_id=upload.patient_id, on_session=lambda _s: bar.update(1))
+                # The pipeline task by its registered name (transcripts never imports the pipeline),
+                # run here one session at a time so the bar moves with each session.
+                task = current_app.tasks[PIPELINE_TASK]
+                outcome = "more"
+                while outcome == "more":
+                    outcome = task.apply(args=(upload.patient_id,), kwargs={"budget": 0, "chain": False}).get()
+                    progress = upload_progress(upload=upload)
+                    bar.n = progress.done + progress.failed + progress.withdrawn
+                    bar.refresh()
             else:
                 deadline = time.monotonic() + timeout
                 while not progress.finished and time.monotonic() < deadline:
