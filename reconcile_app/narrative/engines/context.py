@@ -287,8 +287,11 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if i in skip:
             continue
         base = w[:-2] if w.endswith("'s") else w
-        if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS and i + 1 < n and words[i + 1] not in _VERBISH:
-            base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe
+        if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS:
+            if i + 1 < n and words[i + 1] not in _VERBISH:
+                base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe
+            else:
+                base = base[:-1]  # "the twins both had...": a plural relation
         possessive = w.endswith("'s") or (w.endswith("s") and base in RELATIONS)
         if base in CLINICIANS:
             if i > 0 and words[i - 1] in ("his", "her", "their"):

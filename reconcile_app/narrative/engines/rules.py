@@ -183,13 +183,16 @@ _NOT_A_PERSON = frozenset(
     it that this what which who everything something nothing anything everyone someone work life knee back leg arm
     sugar pressure bp weight heart doctor doc nurse insurance pharmacy medicine med meds pill pills shot everybody
     mine yours which while now then there here also still just only really that's thats where how when why who
-    let today tomorrow yesterday tonight everyone's nobody they them their you your we us our he she him her his
+    let today tomorrow yesterday tonight everyone's nobody everyone everything life they them their you your we us our he she him her his
     weather traffic time week day night morning body blood food house car phone job office clinic hospital store
     church school class game team stomach belly foot feet hand hands eye eyes head chest hip hips shoulder neck
     toe toes skin leg legs arm arms kidney kidneys liver lungs lung thyroid bladder brain mood energy sleep
     appetite reading readings number numbers test result results scan labs lab it's that's there's what's
     """.split()
 )
+_FINITE_VERBS = frozenset(
+    "is was were are am be been has have had do did does got get went go take took taking felt feel feeling started stopped "
+    "quit ran checked said told think thought i'm im i've ive i'll it's its".split())
 _NAME_NEXT_INITIAL = frozenset("is has takes gets says wants needs goes keeps uses was".split())
 _NAME_NEXT = frozenset(
     "is was has had just takes took started got gets says said wants wanted needs needed went goes 's and's also too "
@@ -304,6 +307,7 @@ class RulesExtractor(Extractor):
                 sent.hits = lex.match(sent.low, sent.tokens, overlay)
             return state
         clinician_context = _clinician_context(previous)
+        prev_other = ""
         carry = _asked_about_other(previous)
         if not carry and previous and previous[-1].turn.speaker == "patient":
             carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
@@ -332,13 +336,18 @@ class RulesExtractor(Extractor):
             people = ctx.find_people(words, names, clinician_context, skip=skip, relation_hint=carry or last_relation)
             last_relation = next((p.relation for p in reversed(people) if p.kind in ("other", "owner")
                                   and p.relation not in ("", "other person")), last_relation)
-            if carry and not any(p.kind in ("self", "other", "owner") for p in people):
+            if carry and not any(p.kind == "self" for p in people):
                 # the coach asked about someone else ("How's your husband?"): the answer is about them
-                # until the patient speaks of themself. Sentences do not otherwise inherit another person:
-                # chat fragments without a subject are usually the patient's own.
+                # until the patient speaks of themself
                 people = [ctx.Person(-1, "other", carry)] + people
+            elif prev_other and not people and len(words) <= 8 and not (set(words) & _FINITE_VERBS):
+                # a verbless fragment right after a sentence about someone else ("Grandma's on hospice. Morphine
+                # every few hours.") continues it; fragments with a verb are usually the patient's own
+                people = [ctx.Person(-1, "other", prev_other)]
             if any(p.kind == "self" for p in people):
                 carry = ""
+            others = [p for p in people if p.kind in ("other", "owner")]
+            prev_other = "" if any(p.kind == "self" for p in people) else (others[-1].relation if others else "")
             sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
             state.mentions.extend(self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex))
         state.carry_out = carry
@@ -782,6 +791,8 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
                 or word in ctx.SELF_WORDS or base in _NOT_A_PERSON or base in _CAPITAL_NOT_NAME:
             continue
         raw = text[pos : pos + len(word)]
+        if not word.replace("'", "").replace("-", "").isalpha():
+            continue  # "A1c", "B12": lab and vitamin names, not people
         if raw.isupper() and len(raw) > 1:
             continue  # acronyms and shouting, not names
         prev = words[i - 1] if i > 0 else ""
@@ -791,7 +802,7 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         # sentence-initial capitals are ordinary words ("Better, started on...") unless a present-tense
         # third-person verb follows ("Gary wants...", "Deb has...")
         verbs = _NAME_NEXT_INITIAL if i == 0 else _NAME_NEXT
-        if (word.endswith("'s") and i > 0) or nxt in verbs or prev in ctx.RELATIONS:
+        if word.endswith("'s") or nxt in verbs or prev in ctx.RELATIONS:
             out.add(i)
     # chat often skips capitals: "darlene is on blood thinners", "bob takes metformin"
     for i in range(len(words) - 1):
