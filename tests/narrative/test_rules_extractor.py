@@ -121,6 +121,24 @@ def test_other_peoples_facts_are_never_the_patients(extractor) -> None:
     assert mine[0].subject == "patient" and mine[0].attributes["drug"] == "losartan"
 
 
+@pytest.mark.parametrize("text", [
+    "Grandma's on hospice now. Morphine every few hours.",
+    "the twins both had ear infections, amoxicillin again ugh",
+    "Jim forgot his insulin on the trip so we had to find a pharmacy",
+    "A friend of mine swears by berberine for her sugar",
+])
+def test_other_peoples_medications_in_chat_shapes(extractor, text: str) -> None:
+    drafts = extractor.extract_session(session("Anything new?", text))
+    meds = clinical(drafts, "medication")
+    assert meds and all(d.subject == "other" for d in meds)
+
+
+def test_a_fragment_with_a_verb_stays_the_patients(extractor) -> None:
+    drafts = extractor.extract_session(session("Hi", "My daughter visited Sunday. Checked my pressure after, it was 150/96."))
+    bp = clinical(drafts, "measurement")[0]
+    assert bp.subject == "patient" and bp.attributes["value"] == 150
+
+
 def test_measurements_and_lay_readings(extractor) -> None:
     drafts = extractor.extract_session(session(
         "Numbers?", "Sugars were 212, 198 and 240 this week, A1c came back 8.4, and I'm up 6 lbs. "
