@@ -388,19 +388,12 @@ def _fhir_user_for(user: User | None) -> str:
 
 
 def bearer_for_patient(patient: Any) -> str | None:
-    """The access token of the patient's latest active launch (or None: servers without auth)."""
-    from reconcile_app.smart.models import SmartLaunch
+    """A live user token for the patient (refreshed first when about to expire), or None."""
+    from reconcile_app.smart.services import launch_bearer_for_patient
 
-    launch = (
-        SmartLaunch.objects.filter(registration_id=patient.registration_id, patient_fhir_id=patient.fhir_id, status=SmartLaunch.Status.ACTIVE)
-        .order_by("-created_at")
-        .first()
-    )
-    if launch is None or not isinstance(launch.client_state, dict):
-        return None
-    state = launch.client_state
-    token = state.get("access_token") or ((state.get("server") or {}).get("auth") or {}).get("access_token")
-    return str(token) if token else None
+    if patient.registration_id is None:
+        return None  # a bundle-imported record: no EHR to write to with a token
+    return launch_bearer_for_patient(registration=patient.registration, patient_fhir_id=patient.fhir_id)
 
 
 def writeback_facts(*, item: TriageItem, reviewer: User | None) -> WriteBackFacts:

@@ -25,7 +25,7 @@ def _patient(*, base: str = BASE, fhir_id: str = "pat-a", write_enabled: bool = 
     registration = EhrRegistration.objects.create(name="EHR", iss=base, client_id="app", write_enabled=write_enabled)
     if token:
         SmartLaunch.objects.create(registration=registration, kind="ehr", status="active", patient_fhir_id=fhir_id,
-                                   client_state={"access_token": token})
+                                   client_state={"server": {"auth": {"access_token": token}}})
     return patient_create(fhir_id=fhir_id, registration=registration)
 
 
