@@ -177,13 +177,14 @@ _CAPITAL_NOT_NAME = frozenset(
 _PERSON_VERB = re.compile(r"(takes|is on|was on|got diagnosed|was diagnosed|just got diagnosed|has been on|just started|"
                           r"is diabetic|has diabetes|has asthma|has cancer|had a stroke|had a heart attack|is taking|was taking|"
                           r"got put on|was put on|was started on|is getting|is having|was having|has to take|needs to take|"
-                          r"had surgery|had a|has a|has had|was admitted|is in the hospital|passed away)\b")
+                          r"had surgery|was admitted|is in the hospital|passed away)\b")
 _NOT_A_PERSON = frozenset(
     """
     it that this what which who everything something nothing anything everyone someone work life knee back leg arm
     sugar pressure bp weight heart doctor doc nurse insurance pharmacy medicine med meds pill pills shot everybody
     mine yours which while now then there here also still just only really that's thats where how when why who
-    let today tomorrow yesterday tonight everyone's nobody everyone everything life they them their you your we us our he she him her his
+    let today tomorrow yesterday tonight everyone's nobody everyone everything life never always finally recently
+    already even both all ever usually sometimes often probably maybe actually basically literally totally they them their you your we us our he she him her his
     weather traffic time week day night morning body blood food house car phone job office clinic hospital store
     church school class game team stomach belly foot feet hand hands eye eyes head chest hip hips shoulder neck
     toe toes skin leg legs arm arms kidney kidneys liver lungs lung thyroid bladder brain mood energy sleep
