@@ -126,7 +126,8 @@ _BODY_PAIN = re.compile(
     r"\b(?:burning(?: sensation)?|sensation|numbness|tingling|pins and needles|pain|ache|aching|soreness|swelling|cramps?)"
     r"(?: [a-z]+){0,2}? in (?:my |the |his |her |both )?(?P<part3>" + _PARTS + r")\b|" + 
     r"\b(?:my |the |his |her |both )?(?P<part>" + _PARTS + r")\b[^.!?]{0,25}?\b(?:hurts?|hurting|aches?|aching|pain|painful|sore|"
-    r"killing me|bothering me|acting up|swollen|swelling|throbbing|stiff|numb|tingling|burning|cramping|giving me trouble|flared)\b"
+    r"killing me|bothering me|acting up|swollen|swelling|throbbing|stiff|numb|tingling|burning|cramping|giving me trouble|flared|"
+    r"puffy|tender|bruised|itchy|twitching|shaking|locked up|locking|gave out|giving out|keeps? hurting|red and|warm and|hot and)\b"
     r"|\b(?:pain|ache|aching|soreness|swelling|numbness|tingling|cramps?) in (?:my |the |his |her |both )?(?P<part2>" + _PARTS + r")\b")
 _DIAGNOSED = re.compile(
     r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
