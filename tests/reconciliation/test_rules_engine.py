@@ -278,3 +278,17 @@ def test_high_risk_symptom_filed_as_chatter_still_reaches_the_queue(record: Clin
     finding = judge(record, "lifestyle", "I've had black tarry stools for 3 days")
     assert (finding.kind, finding.severity, finding.safety_critical) == ("gap", "high", True)
     assert not judge(record, "lifestyle", "I felt a little dizzy after my walk").is_discrepancy
+
+
+@pytest.mark.parametrize(
+    ("category", "quote", "attributes"),
+    [
+        ("medication", "I read that fish oil is good for you, might try it", {"drug": "fish oil", "action": "taking"}),
+        ("medication", "took an Advil for my headache yesterday", {"drug": "Advil", "action": "took_once"}),
+        ("lifestyle", "I ate a whole bag of chips watching the game lol", {}),
+        ("symptom", "my feet were swollen after the long flight but went down overnight", {"name": "foot swelling"}),
+    ],
+)
+def test_chatter_with_clinical_words_stays_quiet(record: ClinicalRecord, category: str, quote: str, attributes: dict) -> None:
+    finding = judge(record, category, quote, attributes=attributes)
+    assert not finding.is_discrepancy, (finding.rule, finding.explanation)

@@ -76,6 +76,8 @@ _THIRD_PERSON = re.compile(
     r"\b(?:he|she|they)(?:'s|s| is| are| was| has| just)? (?:\w+ )?(?:on|taking|takes|uses|using|started|been taking|switched)\b"
 )
 _FIRST_PERSON_USE = re.compile(r"\b(?:i|i'm|im|i've|ive|me|my)\b (?:\w+ ){0,3}(?:take|taking|took|use|using|used|started|on|tried|had|have)\b|\bgave me\b|\bput me\b|\bstarted me\b")
+_MODAL_START = re.compile(r"\b(?:might|maybe|thinking (?:about|of)|want(?:s)? to|wanna|going to|gonna|plan(?:ning)? to|should i|considering|hope to|wondering (?:if|about))\b(?:\s+\w+){0,3}\s+(?:try|trying|start|starting|take|taking|get|getting|use|using|ask)\b")
+_WENT_AWAY = re.compile(r"\b(?:went (?:away|down)|gone (?:now|by)|better now|back to normal|cleared up|resolved|settled down|passed)\b")
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 # chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
@@ -503,7 +505,10 @@ class RulesReconciler(Reconciler):
                 # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
                 return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
             otc = bool(classes) and classes <= (_OTC_CLASSES | {"nsaid_like"})
-            if action == "took_once" and otc and not interactions and not someone_else:
+            if _MODAL_START.search(quote) and action not in ("stopped",):
+                return Verdict(NCR, Cat.MEDICATION, "med-considering", explanation="Considering a medicine; nothing taken yet.")
+            if action == "took_once" and otc and not someone_else:
+                # a single over-the-counter dose is coaching material, even where a habit of it would conflict
                 return Verdict(NCR, Cat.MEDICATION, "med-otc-once", explanation=f"A single dose of over-the-counter {label}.")
             sev, safe = self._class_sev(classes, "new", ("medium", False))
             if someone_else:
@@ -635,6 +640,10 @@ class RulesReconciler(Reconciler):
                     explained = True
             if not explained:
                 kept.append(flag)
+        if kept and _WENT_AWAY.search(text):
+            # a passing, already-resolved minor symptom ("swollen after the flight, went down overnight"); acute
+            # red flags (chest pain, fainting, bleeding) matter even when they are over
+            kept = [f for f in kept if f.severity == Severity.HIGH]
         if not kept:
             return None
         kept.sort(key=lambda f: (-SEVERITY_RANK[f.severity], -int(f.safety), f.id))
