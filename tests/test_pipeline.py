@@ -100,8 +100,14 @@ def test_retryable_errors_are_retried_by_the_task_then_fail_visibly(patient, fak
     from config.celery_app import app
 
     # Eager retries chain only when eager errors do not propagate (each retry is a nested apply()).
-    with mock.patch.dict(app.conf, {"task_eager_propagates": False}), mock.patch("reconcile_app.pipeline.pipeline_enqueue"):
-        pipeline_patient_advance_task.apply(args=(patient.pk,))
+    # Set and restore the one key: copying the whole conf back would shadow later changes to it.
+    old = app.conf.task_eager_propagates
+    app.conf.task_eager_propagates = False
+    try:
+        with mock.patch("reconcile_app.pipeline.pipeline_enqueue"):
+            pipeline_patient_advance_task.apply(args=(patient.pk,))
+    finally:
+        app.conf.task_eager_propagates = old
     assert extractor.calls.count("s01") == 1 + 1 + pipeline_patient_advance_task.max_retries
     session = Session.objects.get()
     assert session.pipeline_status == "failed" and session.pipeline_error == "gave up after retries: engine timed out"
