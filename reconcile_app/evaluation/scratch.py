@@ -94,14 +94,18 @@ def celery_in_process() -> Iterator[None]:
     in-memory transport: no message reaches a real broker, no network is needed."""
     from config.celery_app import app
 
-    previous = (app.conf.task_always_eager, app.conf.broker_url)
+    # broker_url itself yields to a CELERY_BROKER_URL environment variable; the write and read URLs
+    # are consulted first (unless set in the environment too, which replay does not expect).
+    keys = ("task_always_eager", "broker_write_url", "broker_read_url")
+    previous = {key: app.conf.get(key) for key in keys}
     app.conf.task_always_eager = True
-    app.conf.broker_url = "memory://"
+    app.conf.broker_write_url = app.conf.broker_read_url = "memory://"
     _drop_producer_pools(app)
     try:
         yield
     finally:
-        app.conf.task_always_eager, app.conf.broker_url = previous
+        for key, value in previous.items():
+            setattr(app.conf, key, value)
         _drop_producer_pools(app)
 
 

@@ -50,3 +50,15 @@ def test_results_problems_names_what_breaks_the_format():
     bad["findings"][0].update(kind="maybe", memory_id="m9", safety_critical="no")
     assert results_problems(bad) == [
         "finding f1: safety_critical must be bool", "finding f1: memory m9 is not listed", "finding f1: kind 'maybe'"]
+
+
+def test_replay_keeps_every_task_in_process_on_the_memory_transport(monkeypatch):
+    from config.celery_app import app
+    from reconcile_app.evaluation.scratch import celery_in_process
+
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # a broker that is down
+    before = (app.conf.task_always_eager, app.connection_for_write().as_uri())
+    with celery_in_process():
+        assert app.conf.task_always_eager is True
+        assert app.connection_for_write().as_uri().startswith("memory://")
+    assert (app.conf.task_always_eager, app.connection_for_write().as_uri()) == before
