@@ -131,9 +131,11 @@ _BODY_PAIN = re.compile(
     r"|\b(?:pain|ache|aching|soreness|swelling|numbness|tingling|cramps?) in (?:my |the |his |her |both )?(?P<part2>" + _PARTS + r")\b")
 _DIAGNOSED = re.compile(
     r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
-    r"says i (?:have|had)|tested positive for|turns out i (?:have|had))\s+(?:a |an |some |mild |early |the )?"
+    r"says i (?:have|had)|tested positive for|turns out i (?:have|had)|said it(?:'s| is| was)|says it(?:'s| is)|"
+    r"told me it(?:'s| is| was)|turned out to be|came back positive for|confirmed (?:it was|i have))\s+(?:a |an |some |mild |early |the )?"
     r"([a-z][a-z'\- ]{2,40}?)(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
-_STOP_CONDITION = frozenset("it that this something nothing anything everything to be a an the my no not any".split())
+_STOP_CONDITION = frozenset("it that this something nothing anything everything to be a an the my no not any fine ok okay "
+                            "normal good nothing probably just only too all".split())
 _PRESCRIBED = re.compile(
     r"\b(started me on|put me on|prescribed(?: me)?|switched me to|gave me a prescription for|called in|i'm now on|im now on|"
     r"now i'm on|now im on|started taking|began taking)\s+(?:a |an |some |the |this |new )?([a-z][a-z\-]{3,20})(?:\s+(\d+\s*mg))?\b")
