@@ -98,6 +98,8 @@ SUBJECTS = [
     ("the lady next to me at church had a stroke", "stroke", "other", "lady"),
     ("I gave my husband his eliquis", "eliquis", "other", "husband"),
     ("my husbands ozempic", "ozempic", "other", "husband"),
+    ("a lady in my walking group had two knee replacements", "knee replacements", "other", "lady"),
+    ("pain in my knee since Monday", "knee", "patient", ""),
 ]
 
 

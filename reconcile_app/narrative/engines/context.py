@@ -116,7 +116,7 @@ RELATIONS = frozenset(
     stepmom stepson stepdaughter friend friends buddy bff neighbor neighbour neighbors roommate roommates
     coworker co-worker coworkers boss colleague resident residents client clients classmate teammate dog cat
     guy lady man woman girl boy people everyone everybody someone somebody family grandbaby grandbabies bestie ex
-    nana granny gramps grandad granddad auntie
+    nana granny gramps grandad granddad auntie mr mrs
     twin youngest oldest pastor sponsor landlord teacher stepfather stepmother stepsister stepbrother hubs wifey ma pa
     gf bf bro sis mil fil patient patients fianc
     """.split()
@@ -339,6 +339,9 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
             continue  # "a friend of mine takes...": the friend, not the patient
         if w in ("me", "us") and i > 0 and words[i - 1] in _PREPOSITIONS:
             continue  # "the lady next to me had a stroke": an object of a preposition is not the experiencer
+        if w in ("my", "our") and i > 0 and words[i - 1] in ("in", "from", "at", "of", "on") and \
+                any(p.kind in ("other", "owner") for p in out[-2:]):
+            continue  # "a lady in my walking group has...": "my" modifies where the other person is
         if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
                                                          or (i + 2 < n and words[i + 2] in RELATIONS))):
             out.append(Person(i, "self", ""))

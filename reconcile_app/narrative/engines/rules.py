@@ -172,7 +172,7 @@ _WHERE = re.compile(r"\b(?:at|in|from)\s+(?:the\s+)?((?:[a-z0-9'&-]+\s+){0,3}?(?
 _CAPITAL_NOT_NAME = frozenset(
     """
     i i'm im i've i'll i'd ok okay lol omg yes no yeah yep nope hi hey hello thanks thank so and but or the a an my
-    dr doctor mr mrs ms miss nurse coach god jesus monday tuesday wednesday thursday friday saturday sunday january
+    dr doctor ms miss nurse coach god jesus monday tuesday wednesday thursday friday saturday sunday january
     february march april may june july august september october november december thanksgiving christmas easter
     halloween just also then well oh ugh honestly really pretty good great not still mostly busy happy sad tired
     """.split()
@@ -800,7 +800,7 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         if raw.isupper() and len(raw) > 1:
             continue  # acronyms and shouting, not names
         prev = words[i - 1] if i > 0 else ""
-        if prev in ("dr", "doctor", "nurse", "at", "the", "to", "from", "in", "dr.", "mr", "mrs", "ms"):
+        if prev in ("dr", "doctor", "nurse", "at", "the", "to", "from", "in", "dr."):
             continue
         nxt = words[i + 1] if i + 1 < len(words) else ""
         # sentence-initial capitals are ordinary words ("Better, started on...") unless a present-tense
