@@ -66,12 +66,7 @@ class Progress:
 
 
 def _progress(qs: QuerySet[Session]) -> Progress:
-    rows = dict(qs.values_list("pipeline_status").annotate(n=Count("id")).order_by())
-    total = sum(rows.values())
-    done = rows.get(Session.Pipeline.DONE, 0)
-    failed = rows.get(Session.Pipeline.FAILED, 0)
-    withdrawn = rows.get(Session.Pipeline.WITHDRAWN, 0)
-    return Progress(total=total, done=done, failed=failed, withdrawn=withdrawn, active=total - done - failed - withdrawn)
+    return _progress_from_counts(dict(qs.values_list("pipeline_status").annotate(n=Count("id")).order_by()))
 
 
 def upload_progress(*, upload: Upload) -> Progress:
@@ -82,9 +77,21 @@ def patient_progress(*, patient: Patient) -> Progress:
     return _progress(Session.objects.filter(patient=patient))
 
 
-def patient_progress_list() -> list[tuple[Patient, Progress]]:
-    patients = Patient.objects.filter(sessions__isnull=False).distinct().order_by("display_name", "id")
-    return [(p, patient_progress(patient=p)) for p in patients]
+def _progress_from_counts(rows: dict[str, int]) -> Progress:
+    total = sum(rows.values())
+    done = rows.get(Session.Pipeline.DONE, 0)
+    failed = rows.get(Session.Pipeline.FAILED, 0)
+    withdrawn = rows.get(Session.Pipeline.WITHDRAWN, 0)
+    return Progress(total=total, done=done, failed=failed, withdrawn=withdrawn, active=total - done - failed - withdrawn)
+
+
+def patient_progress_list(*, limit: int = 200) -> list[tuple[Patient, Progress]]:
+    """Every patient with sessions, in two queries (one count per patient and status)."""
+    counts: dict[int, dict[str, int]] = {}
+    for patient_id, status, n in Session.objects.values_list("patient_id", "pipeline_status").annotate(n=Count("id")).order_by():
+        counts.setdefault(patient_id, {})[status] = n
+    patients = Patient.objects.filter(pk__in=counts).order_by("display_name", "id")[:limit]
+    return [(p, _progress_from_counts(counts[p.pk])) for p in patients]
 
 
 def patient_blocking_session(*, patient: Patient) -> Session | None:

@@ -134,3 +134,14 @@ def test_a_failed_session_offers_a_retry_button(admin_client, patient):
 @pytest.mark.parametrize("name", ["upload_list", "upload_create"])
 def test_pages_render_for_an_admin(admin_client, patient, name):
     assert admin_client.get(reverse(f"transcripts:{name}")).status_code == 200
+
+
+def test_the_admin_list_shows_progress_per_patient(admin_client, patient, fake_engines):
+    from reconcile_app.pipeline import pipeline_patient_drain
+
+    _stored(transcript_bytes(sessions=3))
+    pipeline_patient_drain(patient_id=patient.pk)
+    Session.objects.filter(external_id="s03").update(pipeline_status="pending")
+    page = admin_client.get(reverse("transcripts:upload_list")).content.decode()
+    assert "2 of 3 session(s) done, 1 in progress" in " ".join(page.split())
+    assert reverse("transcripts:patient_progress", args=[patient.pk]) in page  # still polling
