@@ -241,7 +241,7 @@ class RulesExtractor(Extractor):
     """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
 
     name = "rules"
-    version = "1.0.0"
+    version = "1.1.0"
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self._lexicon = lexicon
