@@ -292,3 +292,10 @@ def test_high_risk_symptom_filed_as_chatter_still_reaches_the_queue(record: Clin
 def test_chatter_with_clinical_words_stays_quiet(record: ClinicalRecord, category: str, quote: str, attributes: dict) -> None:
     finding = judge(record, category, quote, attributes=attributes)
     assert not finding.is_discrepancy, (finding.rule, finding.explanation)
+
+
+def test_a_procedure_years_ago_is_history_not_news(record: ClinicalRecord) -> None:
+    finding = judge(record, "procedure", "I've had my gallbladder out since 2010", attributes={"name": "cholecystectomy"})
+    assert not finding.is_discrepancy
+    tetanus = judge(record, "immunization", "urgent care gave me a tetanus shot bc mine was from like 2016", attributes={"name": "tetanus"})
+    assert tetanus.kind == "gap"

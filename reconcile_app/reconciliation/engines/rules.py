@@ -854,7 +854,7 @@ class RulesReconciler(Reconciler):
                 return Verdict(CONTRA, Cat.PROCEDURE, "procedure-denied", Severity.LOW, False,
                                f"Record documents {_short(matches[0])} ({matches[0].date[:10]}); patient says it was never done.").cite(*matches)
             return Verdict(NCR, Cat.PROCEDURE, "procedure-negated")
-        if m.assertion == Assertion.HISTORICAL:
+        if m.assertion == Assertion.HISTORICAL or _long_ago(m):
             if matches:
                 return Verdict(AGREE, Cat.PROCEDURE, "procedure-historical-known", explanation="The procedure is in the record.").cite(*matches)
             return Verdict(NCR, Cat.PROCEDURE, "procedure-historical")
@@ -900,7 +900,7 @@ class RulesReconciler(Reconciler):
                 return Verdict(CONTRA, Cat.IMMUNIZATION, "vaccine-denied", Severity.LOW, False,
                                f"Record documents {len(doses)} {label} dose(s), latest {doses[0].date[:10]}; patient says never received.").cite(*doses[:4])
             return Verdict(NCR, Cat.IMMUNIZATION, "vaccine-negated")
-        if m.assertion == Assertion.HISTORICAL:
+        if m.assertion == Assertion.HISTORICAL or _long_ago(m):
             if doses:
                 return Verdict(AGREE, Cat.IMMUNIZATION, "vaccine-historical-known", explanation="Vaccine history is in the record.").cite(*doses[:2])
             return Verdict(NCR, Cat.IMMUNIZATION, "vaccine-historical")
@@ -1173,6 +1173,20 @@ def _only_the_patient_in(quote: str) -> bool:
     # a capitalised word inside the sentence is a name (Tina, Dr. Patel's office): someone else may be meant
     return not any(w[:1].isupper() and not w.startswith("I") and i > 0 and not words[i - 1].endswith((".", "!", "?"))
                    for i, w in enumerate(words))
+
+
+_PAST_EXPRESSION = re.compile(r"\b(?:years? ago|decades? ago|in (?:19|20)\d\d|back in|since (?:19|20)\d\d|as a (?:kid|child|teen)|when i was|in (?:high school|college))\b")
+
+
+def _long_ago(m: MemoryDraft) -> bool:
+    """Past history rather than news: the event is over a year before the mention (resolved time, or a year said)."""
+    if m.event_time is not None and m.event_time.start is not None and _PAST_EXPRESSION.search(regex_text(m.event_time.text)):
+        # only an expression that dates the event itself; "mine was from 2016" dates an older dose, not this one
+        return (m.mention_time - m.event_time.start) > timedelta(days=365)
+    # without a resolved time, only a year the event is said to happen in ("in 2010", "back in 2010", "since 2010");
+    # "mine was from 2016" dates an older dose, not this one
+    years = [int(y) for y in re.findall(r"\b(?:in|back in|since|around)\s+((?:19|20)\d\d)\b", regex_text(m.quote))]
+    return bool(years) and max(years) < m.mention_time.year - 1
 
 
 def _grounded_term(m: MemoryDraft) -> str:
