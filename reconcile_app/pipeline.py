@@ -90,6 +90,17 @@ def lease_claim(*, patient_id: int, token: str) -> bool:
     return claimed == 1
 
 
+def retry_hold_seconds() -> int:
+    # The longest backoff between retries (the task's retry_backoff_max) plus a margin.
+    return int(getattr(settings, "PIPELINE_RETRY_HOLD_SECONDS", 330))
+
+
+def lease_hold(*, patient_id: int, token: str, seconds: int) -> None:
+    PatientPipeline.objects.filter(patient_id=patient_id, lease_token=token).update(
+        lease_until=timezone.now() + timedelta(seconds=seconds)
+    )
+
+
 def lease_release(*, patient_id: int, token: str) -> None:
     PatientPipeline.objects.filter(patient_id=patient_id, lease_token=token).update(lease_token="", lease_until=None)
 
@@ -177,8 +188,15 @@ def pipeline_patient_advance(
             if time.monotonic() > deadline:  # at least one session per claim, then share the workers
                 break  # the check after the release below turns this into MORE if work remains
             lease_claim(patient_id=patient_id, token=token)  # renew between sessions
-    finally:
+    except RetryableError:
+        # The retry (same task id) reclaims the lease; until then the sweep and other messages keep
+        # off, so the backoff holds. Should the retry be lost, the lease lapses and the sweep resumes.
+        lease_hold(patient_id=patient_id, token=token, seconds=retry_hold_seconds())
+        raise
+    except BaseException:
         lease_release(patient_id=patient_id, token=token)
+        raise
+    lease_release(patient_id=patient_id, token=token)
     # A kick that arrived while we held the lease exited as BUSY; look again after releasing.
     if outcome == Outcome.IDLE and has_pending(patient_id=patient_id):
         outcome = Outcome.MORE

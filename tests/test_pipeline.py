@@ -13,6 +13,7 @@ from reconcile_app.narrative.models import ExtractionRun, Memory
 from reconcile_app.pipeline import (
     Outcome,
     lease_claim,
+    lease_release,
     pipeline_patient_advance,
     pipeline_patient_advance_task,
     pipeline_patient_drain,
@@ -97,6 +98,11 @@ def test_retryable_errors_are_retried_by_the_task_then_fail_visibly(patient, fak
     with pytest.raises(RetryableError):
         pipeline_patient_advance(patient_id=patient.pk, token="t1", final_attempt=False)
     assert _statuses(patient) == ["extracting"]  # still active: the retry will pick it up
+    # Until the retry comes (same task id), the lease keeps the sweep and other messages off.
+    assert pipeline_patient_advance(patient_id=patient.pk, token="other") == Outcome.BUSY
+    with mock.patch.object(pipeline_patient_advance_task, "apply_async") as send:
+        assert pipeline_sweep() == 0 and not send.called
+    lease_release(patient_id=patient.pk, token="t1")
     from config.celery_app import app
 
     # Eager retries chain only when eager errors do not propagate (each retry is a nested apply()).
