@@ -19,7 +19,8 @@
           │     RECONCILING  reconciliation_run_get_or_create(latest snapshot) → reconciliation_run_execute
           │     routing      triage_items_route(findings=...)      (when the triage app provides it)
           │     DONE
-          │   RetryableError ─▶ retried with backoff (5 times), then FAILED; PermanentError ─▶ FAILED
+          │   RetryableError ─▶ retried with backoff (5 times, lease held for the retry), then FAILED;
+          │   PermanentError or an engine crash ─▶ FAILED (message shown, retry button)
           │   release the lease; more pending (or arrived meanwhile) ─▶ enqueue again
           │
     pipeline_sweep_task (beat, every minute)  ── re-enqueues patients with pending work and a free
