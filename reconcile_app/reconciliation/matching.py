@@ -336,7 +336,8 @@ class RecordIndex:
         """Record conditions naming the same concept (or, without a known concept, sharing a content word)."""
         if concepts:
             return [ce for ce in self.conditions if ce.concepts & concepts]
-        return [ce for ce in self.conditions if words and len(ce.words & words) >= 1 and ce.words & words != {"pain"}]
+        # without a known concept every named word must be in the display ("kidney stone" is not "chronic kidney disease")
+        return [ce for ce in self.conditions if words and words <= ce.words]
 
     # --- observations ---
 

@@ -299,3 +299,18 @@ def test_a_procedure_years_ago_is_history_not_news(record: ClinicalRecord) -> No
     assert not finding.is_discrepancy
     tetanus = judge(record, "immunization", "urgent care gave me a tetanus shot bc mine was from like 2016", attributes={"name": "tetanus"})
     assert tetanus.kind == "gap"
+
+
+def test_someone_elses_pills_of_a_class_the_patient_takes(record: ClinicalRecord) -> None:
+    finding = judge(record, "medication", "I take my wife's blood pressure pills when mine run out", attributes={"drug_class": "blood pressure pill"})
+    assert (finding.kind, finding.rule) == ("gap", "med-undocumented-someone-else")
+
+
+def test_stretching_a_prescription_is_taking_less(record: ClinicalRecord) -> None:
+    finding = judge(record, "medication", "I'm only taking the lisinopril every other day to make it last", attributes={"drug": "lisinopril"})
+    assert (finding.kind, finding.rule) == ("contradiction", "med-dose-less")
+
+
+def test_an_unknown_condition_needs_all_its_words_in_a_record_display(record: ClinicalRecord) -> None:
+    finding = judge(record, "condition", "went to the ER for kidney stones", attributes={"name": "kidney stones"})
+    assert finding.kind != "agreement"

@@ -44,7 +44,7 @@ _SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day in
 _SKIP_HABIT = re.compile(r"\b(?:skipp(?:ing|ed) (?:it|them|doses|a few|most|some|days|a lot)|(?:missing|missed) (?:a lot of|most|several|a few|lots of) (?:doses|days|pills))\b")
 _HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
 _MORE = re.compile(r"\b(?:doubl\w*|two instead of one|an extra|extra (?:pill|dose|tablet)|twice as much|upped|increased (?:it|my)|more than (?:prescribed|i'?m supposed))\b")
-_LESS = re.compile(r"\b(?:cut back on (?:my|the) \w+|lower(?:ed)? (?:my|the) dose|less than (?:prescribed|i'?m supposed)|only (?:take|taking|taken) one)\b")
+_LESS = re.compile(r"\b(?:cut back on (?:my|the) \w+|lower(?:ed)? (?:my|the) dose|less than (?:prescribed|i'?m supposed)|only (?:take|taking|taken) one|every other day|to make (?:it|them) last|stretch(?:ing)? (?:it|them|out)|only (?:on )?(?:some|certain) days)\b")
 _RESUME = re.compile(r"\b(?:back on|restart\w*|started (?:\w+ )?again|resum\w*|going again)\b")
 _START = re.compile(r"\b(?:start\w*|began|put me on|prescribed|gave me|added|switched (?:me )?to|new (?:pill|med|medicine|prescription))\b")
 _ONCE = re.compile(r"\b(?:took (?:a|one|an|some|a couple|two)|once|one time|last night only)\b")
@@ -477,6 +477,12 @@ class RulesReconciler(Reconciler):
                 return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
 
         # taking / started / resumed / took once / changed dose of an unknown drug
+        sources = _attr(m, "source").lower()
+        someone_else = sources == "someone_else" or bool(_OTHER_SOURCE.search(quote))
+        if match.active and someone_else:
+            v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else", "medium", False,
+                        f"Patient reports taking someone else's {label}; the record's own order is {_short(match.active[0])}.")
+            return v.cite(*match.active)
         if match.active:
             mismatch = _dose_mismatch(m, match.active)
             if mismatch is not None:
@@ -486,8 +492,6 @@ class RulesReconciler(Reconciler):
                             f"Record lists {_short(entry)} ({entry.detail or 'as prescribed'}); patient reports {said:g} mg.")
                 return v.cite(entry, *self._indications(ctx, self._entry_classes(ctx, [entry]))[:1])
             return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(match.active[0])} as active.").cite(*match.active)
-        sources = _attr(m, "source").lower()
-        someone_else = sources == "someone_else" or bool(_OTHER_SOURCE.search(quote))
         interactions = self._interactions(ctx, classes, mention.drugs)
         if match.historical and not match.by_class_only:
             sev, safe = self._class_sev(classes, "new", ("low", False))
