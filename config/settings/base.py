@@ -143,6 +143,10 @@ CELERY_TASK_ACKS_LATE = True  # safe because every task is idempotent on a uniqu
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
+if CELERY_BROKER_URL.startswith("redis"):
+    # A message held by a worker that died comes back after this long. It must exceed the longest
+    # retry countdown (pipeline backoff tops out at 5 min), or a message would be delivered twice.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 1800)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
@@ -150,6 +154,11 @@ CELERY_BEAT_SCHEDULE: dict = {
     "triage-escalate-sla-breaches": {
         "task": "reconcile_app.triage.tasks.sla_escalate_task",
         "schedule": 300.0,
+    },
+    # Re-enqueues patients whose enqueue was lost (broker outage) or whose lease expired.
+    "pipeline-sweep": {
+        "task": "reconcile_app.pipeline.pipeline_sweep_task",
+        "schedule": 60.0,
     },
     "core-worker-heartbeat": {
         "task": "reconcile_app.core.tasks.heartbeat_task",
