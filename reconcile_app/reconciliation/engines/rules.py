@@ -438,7 +438,11 @@ class RulesReconciler(Reconciler):
             if procedure is not None:
                 return procedure
             return Verdict(NCR, Cat.MEDICATION, "med-unnamed", explanation="No drug could be identified.")
+        sources = _attr(m, "source").lower()
+        someone_else = sources == "someone_else" or bool(_OTHER_SOURCE.search(quote))
         action = self._action(m, ctx)
+        if someone_else and _attr(m, "action").lower() in ("", "taking", "took_once", "started"):
+            action = "taking"  # "my wife's pills when mine run out": the borrowing is the news, not a stop
         match = ctx.idx.match_meds(mention)
         classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
         label = ", ".join(sorted(mention.names))[:60] or "this medicine"
@@ -477,8 +481,6 @@ class RulesReconciler(Reconciler):
                 return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
 
         # taking / started / resumed / took once / changed dose of an unknown drug
-        sources = _attr(m, "source").lower()
-        someone_else = sources == "someone_else" or bool(_OTHER_SOURCE.search(quote))
         if match.active and someone_else:
             v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else", "medium", False,
                         f"Patient reports taking someone else's {label}; the record's own order is {_short(match.active[0])}.")
