@@ -1100,8 +1100,7 @@ class RulesReconciler(Reconciler):
         if ctx.idx.conditions_for({"pregnancy"}):
             return Verdict(AGREE, Cat.CONDITION, "pregnancy-known", explanation="Pregnancy is in the record.").cite(*ctx.idx.conditions_for({"pregnancy"}))
         v = Verdict(GAP, Cat.CONDITION, "pregnancy-undocumented", Severity.MEDIUM, False, "Patient reports a pregnancy; the record does not show one.")
-        for sev, safe, why, partners in self._interactions(ctx, {"teratogen"}, [], pregnant=True):
-            pass  # the pregnancy is the new fact: look for teratogens among active meds below
+        # the pregnancy is the new fact: the interaction to check is with the teratogens already prescribed
         teratogens = ctx.idx.meds_of_classes({"teratogen"})
         if teratogens:
             v.raise_to("high", True)
