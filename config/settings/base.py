@@ -181,8 +181,6 @@ SMART_HTTP_TIMEOUT_SECONDS = env_int("SMART_HTTP_TIMEOUT_SECONDS", 15)
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 FHIR_PAGE_SIZE = env_int("FHIR_PAGE_SIZE", 100)  # _count per search page; 500-1000 where the EHR allows
 
-# Django 6 will assume https for scheme-less URLs in forms; registrations hold https URLs.
-FORMS_URLFIELD_ASSUME_HTTPS = True
 
 # Transcript import limits.
 TRANSCRIPT_MAX_BYTES = env_int("TRANSCRIPT_MAX_BYTES", 5 * 1024 * 1024)
