@@ -214,13 +214,34 @@ def _blocked(words: list[str], i: int, size: int, key: tuple[str, ...]) -> bool:
         return True  # "not sure if I took it" is uncertainty, found by its own trigger
     if key == ("since",):
         return True
+    if key == ("going", "to") and i > 0 and words[i - 1] in _ATTENDING:
+        return True  # "quit going to physical therapy", "kept going to the gym": attending, not a future plan
     if key == ("ill",) and nxt not in _ILL_VERBS:
         return True  # "ill" as sick, not chat for "I'll"
     return False
 
 
+_ATTENDING = frozenset("quit quitting stopped stop stops keep kept keeps been started start starts began enjoy enjoyed "
+                       "like liked hate hated avoid avoided missed skipped skip".split())
+# A new first-person clause between a target and a backward future trigger ("I have X, and I'm getting Y
+# next week") means the future belongs to that clause, not to the target.
+_NEW_SELF_CLAUSE = frozenset("i i'm im we we're were i've ive".split())
 _ILL_VERBS = frozenset("call ask tell try be start take get see need have go do let check make talk text mention bring "
                        "look keep stop switch send pick".split())
+
+
+def mark_clause_final(words: list[str], tokens: list[tuple[str, int, int]], low: str) -> list[str]:
+    """A clause-final "though"/"tho" ("her BP is high though, 170 over 100") is an adverb that contrasts with the
+    previous sentence; it does not open a new clause, so it must not end another person's scope."""
+    out = words
+    for k, (w, _, end) in enumerate(tokens):
+        if w in ("though", "tho") and k > 0:
+            rest = low[end:].lstrip(" ")
+            if not rest or rest[0] in ",.!?;:)\n" or not rest[0].isalnum():
+                if out is words:
+                    out = list(words)
+                out[k] = w + "~"
+    return out
 
 
 def _is_terminator(words: list[str], idx: int) -> bool:
@@ -241,6 +262,9 @@ def _in_scope(words: list[str], trig: Trigger, start: int, end: int) -> bool:
             return True
     if trig.direction in (BWD, BOTH) and trig.start >= end:
         if trig.start - end <= trig.window and not any(_is_terminator(words, k) for k in range(end, trig.start)):
+            if trig.category == HYPOTHETICAL and trig.direction == BWD and \
+                    any(words[k] in _NEW_SELF_CLAUSE for k in range(end + 1, trig.start)):
+                return False
             return True
     return False
 
@@ -378,6 +402,8 @@ def subject_for(words: list[str], start: int, end: int, people: list[Person]) ->
             # "I took one of Hector's pills", "she gave me some of her Xanax": the patient took someone's drug
             for p in people:
                 if p.kind == "self" and p.index < best_before.index:
+                    if any(q.kind == "other" and p.index < q.index < best_before.index for q in people):
+                        continue  # "we had a scare, Sam had to use his inhaler": Sam acts, not the patient
                     window = words[max(0, p.index - 2) : best_before.index]
                     gave_me = any(words[k] in ("gave", "give", "giving", "handed", "lent", "loaned") and words[k + 1] == "me"
                                   for k in range(max(0, p.index - 2), min(p.index + 1, len(words) - 1)))

@@ -24,6 +24,8 @@ ALIASES_PATH = DATA_DIR / "aliases.json"
 # Tokens keep inner apostrophes and hyphens ("sister-in-law", "hector's"), nothing else.
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
 MAX_NGRAM = 6
+# Phrases whose plural means something else: "the pill" is contraception, "the pills" is any pills.
+SINGULAR_ONLY = frozenset({"the pill"})
 
 # Priority when two sources claim the same phrase: curated beats the record beats the packages.
 PRIORITY = {"alias": 0, "record": 1, "drug_ner": 2, "icd10cm": 3}
@@ -196,7 +198,8 @@ class Lexicon:
                 entries = self._lookup(key, overlay)
                 if entries is None and size == 1:
                     entries = self._lookup_variants(words[i], overlay)
-                elif entries is None and words[i + size - 1].endswith("s") and len(words[i + size - 1]) > 4:
+                elif entries is None and words[i + size - 1].endswith("s") and len(words[i + size - 1]) > 4 \
+                        and key[:-1] not in SINGULAR_ONLY:
                     entries = self._lookup(key[:-1], overlay)  # "yeast infections", "flu shots"
                 if entries:
                     found = (size, entries)

@@ -107,6 +107,10 @@ _EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|takin
                        r"administered|given|received|after|exposed|touched)\b")
 _NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction|was fine|were fine|been fine|no problems?|no issues?|didn'?t bother me|"
                           r"tolerated (?:it|them)|handled it fine|no side effects|no allergic reaction|without (?:a |any )?(?:problem|reaction|issue))\b")
+_SKIN_ERUPTION = re.compile(r"\b(?:broke|break|breaking|broken) out in (?:\w+ ){0,3}(?:welts|bumps|hives|rash|spots|blotches)\b|\bwelts\b")
+# Drug classes that are a course someone is given (a reaction right after points at them); not devices or rescue drugs.
+_EXPOSURE_CLASSES = frozenset({"antibiotic", "analgesic", "anticonvulsant", "corticosteroid", "statin", "antidepressant",
+                               "antihypertensive", "antigout", "antidiabetic", "cold medicine"})
 _ANTIHISTAMINE = frozenset({"diphenhydramine", "epinephrine", "cetirizine", "loratadine", "fexofenadine", "hydroxyzine"})
 _STATUS_WORDS = [
     (re.compile(r"\b(is gone|are gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|anymore|fading|disappeared|in remission|cured|reversed|outgrew|outgrown)\b"), "resolved"),
@@ -198,6 +202,7 @@ _FINITE_VERBS = frozenset(
     "is was were are am be been has have had do did does got get went go take took taking felt feel feeling started stopped "
     "quit ran checked said told think thought i'm im i've ive i'll it's its".split())
 _NAME_NEXT_INITIAL = frozenset("is has takes gets says wants needs goes keeps uses was".split())
+_NAME_NEXT_PAST = frozenset("had got took went was ended landed collapsed fell broke".split())
 _NAME_NEXT = frozenset(
     "is was has had just takes took started got gets says said wants wanted needs needed went goes 's and's also too "
     "told keeps kept used uses".split()
@@ -241,7 +246,7 @@ class RulesExtractor(Extractor):
     """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
 
     name = "rules"
-    version = "1.1.0"
+    version = "1.2.0"
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self._lexicon = lexicon
@@ -320,7 +325,7 @@ class RulesExtractor(Extractor):
         measurements = find_measurements(low)
         for sent in sentences:
             tokens = sent.tokens
-            words = [t for t, _, _ in tokens]
+            words = ctx.mark_clause_final([t for t, _, _ in tokens], tokens, sent.low)
             hits = lex.match(sent.low, tokens, overlay)
             sent.hits = hits
             matched = {i for h in hits for i in range(h.tok_start, h.tok_end)}
@@ -770,7 +775,19 @@ def _asked_about_other(previous: list[TurnState]) -> str:
     if not previous or previous[-1].turn.speaker == "patient":
         return ""
     m = _YOUR_RELATION.search(previous[-1].low)
-    return m.group(1) if m and "?" in previous[-1].low else ""
+    if m and "?" in previous[-1].low:
+        return m.group(1)
+    # "Is he doing okay?", "How is she feeling?": a question about a third person and not about "you"
+    for sent in previous[-1].sentences:
+        if not sent.low.rstrip().endswith("?"):
+            continue
+        words = {w for w, _, _ in sent.tokens}
+        if words & _THIRD_PERSON_SUBJECT and not words & {"you", "your", "ur", "u", "you're", "youre", "yourself"}:
+            return "other person"
+    return ""
+
+
+_THIRD_PERSON_SUBJECT = frozenset("he she he's she's hes shes him".split())
 
 
 def _carry_after(people: list, carry: str) -> str:
@@ -788,6 +805,7 @@ def _carry_after(people: list, carry: str) -> str:
 def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
     """Token indexes of capitalised person names ("Gary wants...", "Hector's", "my sister Deb")."""
     out: set[int] = set()
+    third_person_later = any(w in ctx.OTHER_PRONOUNS for w in words[2:])
     for i, (word, s, _) in enumerate(sent.tokens):
         pos = sent.start + s
         base = word[:-2] if word.endswith("'s") else word
@@ -807,6 +825,10 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         # third-person verb follows ("Gary wants...", "Deb has...")
         verbs = _NAME_NEXT_INITIAL if i == 0 else _NAME_NEXT
         if word.endswith("'s") or nxt in verbs or prev in ctx.RELATIONS:
+            out.add(i)
+        elif i == 0 and nxt in _NAME_NEXT_PAST and not word.endswith("ly") and third_person_later:
+            # "Marco had a seizure at school, his mom...": a sentence-initial capital with a past-tense verb is a
+            # name when the sentence goes on about "he"/"she"; without that it is chat dropping "I" ("Finally had...")
             out.add(i)
     # chat often skips capitals: "darlene is on blood thinners", "bob takes metformin"
     for i in range(len(words) - 1):
@@ -1328,11 +1350,15 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
     """Reaction after an exposure -> an allergy memory; exposure with no reaction -> a tolerance memory."""
     reactions = [m for m in state.mentions if m.category == MemoryCategory.SYMPTOM and m.name in _REACTION
                  and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
-    lips = bool(re.search(r"\b(lips?|tongue|face|throat)\b[^.!?]{0,30}\b(puffy|swell|swelled|swollen|swelling|tingl\w*|tight|itchy)\b", state.low))
+    lips = bool(re.search(r"\b(lips?|tongue|face|throat|eyes?|eyelids?)\b[^.!?]{0,30}\b(puff\w*|swell|swelled|swollen|swelling|"
+                          r"blew up|tingl\w*|tight|itchy)\b", state.low))
+    # "broke out in welts/bumps" after a new drug: a skin reaction even when no symptom term matched
+    eruption = not reactions and bool(_SKIN_ERUPTION.search(state.low))
     no_reaction = _NO_REACTION.search(state.low)
-    if not reactions and not lips and not no_reaction:
+    if not reactions and not lips and not eruption and not no_reaction:
         return
     exposures: list[tuple[TurnState, Mention]] = []
+    class_exposures: list[tuple[TurnState, Mention]] = []
     for s in [state] + _patient_neighbours(states, i, 2, 0):
         for m in s.mentions:
             if m.subject != Subject.PATIENT:
@@ -1340,6 +1366,10 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
             if m.category == MemoryCategory.MEDICATION and m.attributes.get("drug") and m.attributes["drug"] not in _ANTIHISTAMINE \
                     and m.assertion == Assertion.AFFIRMED:
                 exposures.append((s, m))
+            elif m.category == MemoryCategory.MEDICATION and not m.attributes.get("drug") and m.assertion == Assertion.AFFIRMED \
+                    and m.attributes.get("drug_class") in _EXPOSURE_CLASSES:
+                # "they gave me an antibiotic" with no name: the class is the suspected substance (named drugs first)
+                class_exposures.append((s, m))
             elif m.category == MemoryCategory.ALLERGY:
                 exposures.append((s, m))
         for sent in s.sentences:
@@ -1349,23 +1379,27 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
                                                  sent.start + hit.end, {"substance": hit.best.canonical}, name=hit.best.canonical)))
         if exposures and not (s is state and no_reaction):
             break  # a tolerance statement looks one turn further back for the exposure itself
+    exposures = exposures or class_exposures
     if not exposures:
         return
     exp_state, exposure = exposures[0]
-    substance = exposure.attributes.get("drug") or exposure.attributes.get("substance") or exposure.name
+    substance = exposure.attributes.get("drug") or exposure.attributes.get("substance") or exposure.name \
+        or exposure.attributes.get("drug_class", "")
     if not substance:
         return
     existing = next((m for m in state.mentions if m.category == MemoryCategory.ALLERGY and m.name == substance
                      and m.assertion == Assertion.AFFIRMED and m.subject == Subject.PATIENT), None)
     if existing is not None:
-        if reactions or lips:  # the claim is already there: enrich it with the reaction and the exposure turn
-            names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set()))
+        if reactions or lips or eruption:  # the claim is already there: enrich it with the reaction and the exposure turn
+            names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set())
+                           | ({"hives"} if eruption else set()))
             existing.attributes["reaction"] = ", ".join(names)
         if exp_state is not state and exp_state.turn.id not in existing.turn_ids:
             existing.turn_ids.append(exp_state.turn.id)
         return
-    if reactions or lips:
-        names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set()))
+    if reactions or lips or eruption:
+        names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set())
+                           | ({"hives"} if eruption else set()))
         attrs = {"substance": substance, "reaction": ", ".join(names), "stated_status": "new", "inferred": True}
         anchor_sent = reactions[0].sentence if reactions else state.sentences[0]
         turn_ids = [state.turn.id] + ([exp_state.turn.id] if exp_state is not state else [])
