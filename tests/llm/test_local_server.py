@@ -72,17 +72,19 @@ def test_a_timeout_against_the_server_is_retryable(llm) -> None:  # type: ignore
 
 
 def _one_session_of(folder: Path) -> tuple[str, dict]:
-    """The first session with a safety-critical scenario (so the safety floor has something to hold)."""
+    """The shortest session with a safety-critical scenario: the safety floor has something to hold, and a
+    tiny model on a shared CPU (about 20 tokens/s) gets through it in a couple of minutes."""
     labels = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
     transcript = json.loads((folder / "transcript.json").read_text(encoding="utf-8"))
-    wanted = next((s["session_id"] for s in labels["scenarios"] if s.get("safety_critical")), transcript["sessions"][0]["id"])
+    safety = {s["session_id"] for s in labels["scenarios"] if s.get("safety_critical")}
+    wanted = min((s for s in transcript["sessions"] if s["id"] in safety), key=lambda s: len(s["turns"]))["id"]
     transcript["sessions"] = [s for s in transcript["sessions"] if s["id"] == wanted]
     return wanted, transcript
 
 
 @pytest.mark.django_db
 def test_llm_and_hybrid_engines_end_to_end_over_a_dev_patient(llm, dev_set: Path) -> None:  # type: ignore[no-untyped-def]
-    folder = dev_set / "p01"
+    folder = dev_set / "p08"  # a short safety-critical session; the engines never see labels
     snapshot = snapshot_import_bundle(bundle=json.loads((folder / "bundle.json").read_text(encoding="utf-8")))
     session_id, transcript = _one_session_of(folder)
     upload = upload_receive(raw=json.dumps(transcript).encode(), filename="transcript.json", source=Upload.Source.REPLAY)
@@ -111,6 +113,7 @@ def test_llm_and_hybrid_engines_end_to_end_over_a_dev_patient(llm, dev_set: Path
         findings[engine] = {f.memory_id: f for f in Finding.objects.filter(run=run)}
         assert len(findings[engine]) == memories  # one finding per memory, whatever the model said
 
+    assert any(f.kind in ("contradiction", "gap") for f in findings["rules"].values())  # the floor has work to do
     record = clinical_record_for(snapshot=snapshot)
     for engine in ("llm", "hybrid"):
         for f in findings[engine].values():
