@@ -51,6 +51,7 @@ def _drug_vocab() -> dict[str, Drug]:
     return vocab
 
 
+@lru_cache(maxsize=8192)
 def _fuzzy_drug(token: str) -> Drug | None:
     """Misspellings ("lisinipril", "glipazide"): a close match among long single-word drug names only."""
     if len(token) < 6 or not token.isalpha():
@@ -61,7 +62,13 @@ def _fuzzy_drug(token: str) -> Drug | None:
 
 
 def drugs_in_text(text: str, kb: Knowledge | None = None, *, fuzzy: bool = True) -> DrugMention:
-    kb = kb or load_knowledge()
+    drugs, classes = _drugs_in_text(text or "", fuzzy)
+    return DrugMention(drugs=list(drugs), lay_classes=set(classes))
+
+
+@lru_cache(maxsize=16384)
+def _drugs_in_text(text: str, fuzzy: bool) -> tuple[tuple[Drug, ...], frozenset[str]]:
+    kb = load_knowledge()
     normed = norm(text)
     # plural brand/generic names ("Norcos", "Advils") name the same drug
     normed = " " + " ".join(w[:-1] if w.endswith("s") and len(w) > 4 and not w.endswith("ss") else w for w in normed.split()) + " " + normed
@@ -83,13 +90,35 @@ def drugs_in_text(text: str, kb: Knowledge | None = None, *, fuzzy: bool = True)
             drug = _fuzzy_drug(token)
             if drug and drug not in mention.drugs:
                 mention.drugs.append(drug)
-    return mention
+    return tuple(mention.drugs), frozenset(mention.lay_classes)
+
+
+@lru_cache(maxsize=None)
+def _terms(table: str) -> tuple[tuple[str, str], ...]:
+    """(normalized term, id) pairs of a knowledge table, normalized once."""
+    kb = load_knowledge()
+    rows = {
+        "conditions": [(t, c.id) for c in kb.conditions.values() for t in c.terms],
+        "vaccines": [(t, v.id) for v in kb.vaccines for t in v.terms],
+        "allergens": [(t, a.id) for a in kb.allergens for t in a.terms],
+        "procedures": [(t, p.id) for p in kb.procedures for t in p.terms],
+        "sites": [(t, x.id) for x in kb.sites for t in x.terms],
+    }[table]
+    return tuple((norm(t).strip(), i) for t, i in rows)
+
+
+def _find(table: str, text: str) -> set[str]:
+    normed = norm(text)
+    return {i for t, i in _terms(table) if has_phrase(normed, t)}
+
+
+@lru_cache(maxsize=16384)
+def _concepts_cached(text: str) -> frozenset[str]:
+    return frozenset(_find("conditions", text))
 
 
 def concepts_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
-    kb = kb or load_knowledge()
-    normed = norm(text)
-    found = {c.id for c in kb.conditions.values() for t in c.terms if has_phrase(normed, norm(t).strip())}
+    found = set(_concepts_cached(text or ""))
     # a more specific concept wins over the generic one it contains ("prediabetes" is not "diabetes")
     if "prediabetes" in found and not re.search(r"(?<!pre)(?<!pre )diabet", regex_text(text).replace("prediabet", "")):
         found.discard("diabetes")
@@ -111,30 +140,22 @@ def content_words(text: str) -> set[str]:
 
 
 def vaccines_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
-    kb = kb or load_knowledge()
-    normed = norm(text)
-    found = {v.id for v in kb.vaccines for t in v.terms if has_phrase(normed, norm(t).strip())}
+    found = _find("vaccines", text)
     if "flu_live" in found:
         found.discard("influenza")
     return found
 
 
 def allergens_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
-    kb = kb or load_knowledge()
-    normed = norm(text)
-    return {a.id for a in kb.allergens for t in a.terms if has_phrase(normed, norm(t).strip())}
+    return _find("allergens", text)
 
 
 def procedures_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
-    kb = kb or load_knowledge()
-    normed = norm(text)
-    return {p.id for p in kb.procedures for t in p.terms if has_phrase(normed, norm(t).strip())}
+    return _find("procedures", text)
 
 
 def sites_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
-    kb = kb or load_knowledge()
-    normed = norm(text)
-    return {s.id for s in kb.sites for t in s.terms if has_phrase(normed, norm(t).strip())}
+    return _find("sites", text)
 
 
 # --- the record, indexed once per run ----------------------------------------------------------
@@ -515,6 +536,12 @@ def _restriction_phrases(clause: str) -> list[set[str]]:
     return phrases
 
 
+@lru_cache(maxsize=1)
+def _activity_groups() -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+    kb = load_knowledge()
+    return tuple((tuple(norm(m).strip() for m in g.members), frozenset(w for t in g.tags for w in norm(t).split())) for g in kb.activity_groups)
+
+
 def expand_activity_words(text: str, kb: Knowledge | None = None) -> set[str]:
     """Memory words plus the tags of activity groups and drug classes it names (running -> high impact)."""
     kb = kb or load_knowledge()
@@ -522,13 +549,12 @@ def expand_activity_words(text: str, kb: Knowledge | None = None) -> set[str]:
     for idiom in kb.idioms:
         normed = normed.replace(f" {norm(idiom).strip()} ", " | ")
     words = set(normed.split())
-    for group in kb.activity_groups:
-        if any(has_phrase(normed, norm(m).strip()) for m in group.members):
-            for tag in group.tags:
-                words |= set(norm(tag).split())
-            for m in group.members:
-                if has_phrase(normed, norm(m).strip()):
-                    words |= set(norm(m).split())
+    for members, tags in _activity_groups():
+        hits = [m for m in members if has_phrase(normed, m)]
+        if hits:
+            words |= tags
+            for m in hits:
+                words |= set(m.split())
     mention = drugs_in_text(text, kb, fuzzy=False)
     for d in mention.drugs:
         words |= set(norm(d.name).split())

@@ -167,6 +167,10 @@ class RulesReconciler(Reconciler):
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
+        # earlier memories are judged again on every later session (for repeats): remember their keys, for one
+        # record object at a time (a new record, or a changed one, starts afresh)
+        self._past: dict[tuple, tuple[str, str] | None] = {}
+        self._past_record: ClinicalRecord | None = None
 
     def reconcile(
         self,
@@ -204,8 +208,15 @@ class RulesReconciler(Reconciler):
             return {}
         past = Context(idx=ctx.idx, kb=ctx.kb, session_text="", history=())
         raised: dict[tuple[str, str], datetime] = {}
+        if self._past_record is not ctx.idx.record or len(self._past) > 20000:
+            self._past = {}
+            self._past_record = ctx.idx.record
         for m in history:
-            key = _repeat_key(self._judge(m, past))
+            cache_key = (m.anchor_turn_id, m.turn_ids, m.quote, m.category, m.subject, m.assertion, m.mention_time,
+                         repr(sorted(m.attributes.items(), key=lambda kv: kv[0])))
+            if cache_key not in self._past:
+                self._past[cache_key] = _repeat_key(self._judge(m, past))
+            key = self._past[cache_key]
             if key and (key not in raised or raised[key] < m.mention_time):
                 raised[key] = m.mention_time
         return raised
