@@ -79,7 +79,7 @@ def validate(value: Any, schema: dict[str, Any], path: str = "$") -> None:
             if key in props:
                 validate(item, props[key], f"{path}.{key}")
             elif schema.get("additionalProperties") is False:
-                raise SchemaError(path, f"unexpected key {key[:40]}")
+                raise SchemaError(path, "unexpected key")  # never echo model text: it may quote the patient
 
 
 def _is_type(value: Any, name: str) -> bool:
