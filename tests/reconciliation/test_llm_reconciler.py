@@ -109,3 +109,12 @@ def test_no_memories_means_no_call(record: ClinicalRecord) -> None:
     endpoint = FakeEndpoint()
     assert LlmReconciler(client=endpoint.client()).reconcile([], record) == []
     assert endpoint.requests == []
+
+
+def test_the_version_names_prompt_and_model_so_a_change_of_either_is_a_new_run(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.OPENAI_MODEL = "model-a"
+    engine = LlmReconciler()
+    first = engine.version
+    settings.OPENAI_MODEL = "a-much-longer-model-name-from-some-provider-2026"
+    assert first == "1.0.0+v1/model-a"
+    assert engine.version != first and len(engine.version) <= 40
