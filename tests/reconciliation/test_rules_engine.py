@@ -314,3 +314,16 @@ def test_stretching_a_prescription_is_taking_less(record: ClinicalRecord) -> Non
 def test_an_unknown_condition_needs_all_its_words_in_a_record_display(record: ClinicalRecord) -> None:
     finding = judge(record, "condition", "went to the ER for kidney stones", attributes={"name": "kidney stones"})
     assert finding.kind != "agreement"
+
+
+@pytest.mark.parametrize(
+    ("quote", "kind", "rule"),
+    [
+        ("the nephrologist said my potassium was 6.1", "gap", "reading-k-high"),
+        ("my kidney function came back at 22", "gap", "reading-egfr-low"),
+        ("they said my potassium was 4.2, all good", "agreement", "measure-in-range"),
+    ],
+)
+def test_labs_without_an_extracted_kind_are_read_from_the_quote(record: ClinicalRecord, quote: str, kind: str, rule: str) -> None:
+    finding = judge(record, "measurement", quote, attributes={"kind": ""})
+    assert (finding.kind, finding.rule) == (kind, rule)

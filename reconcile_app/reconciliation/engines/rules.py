@@ -798,6 +798,12 @@ class RulesReconciler(Reconciler):
         measure = self.kb.measures.get(kind)
         quote = regex_text(m.quote)
         if measure is None:
+            lab = _lab_in_quote(quote, self.kb)
+            if lab is not None:
+                kind, value = lab
+                measure = self.kb.measures[kind]
+                m = _with_attributes(m, {"kind": kind, "value": value})
+        if measure is None:
             flag = self._red_flag_verdict(m, ctx, quote)
             return flag or Verdict(NCR, Cat.OBSERVATION, "measure-untracked", explanation="Not a tracked clinical measurement.")
         if m.assertion in (Assertion.NEGATED,):
@@ -1203,6 +1209,28 @@ def _long_ago(m: MemoryDraft) -> bool:
     # "mine was from 2016" dates an older dose, not this one
     years = [int(y) for y in re.findall(r"\b(?:in|back in|since|around)\s+((?:19|20)\d\d)\b", regex_text(m.quote))]
     return bool(years) and max(years) < m.mention_time.year - 1
+
+
+_LAB_KINDS = ("potassium", "ldl", "total_cholesterol", "egfr", "creatinine", "hemoglobin", "tsh", "psa", "a1c", "inr")
+
+
+def _lab_in_quote(quote: str, kb: Knowledge) -> tuple[str, float] | None:
+    """A lab the extractor has no kind for ("my potassium was 5.8"): the named lab and the number right after it."""
+    for kind in _LAB_KINDS:
+        measure = kb.measures.get(kind)
+        if measure is None:
+            continue
+        for term in sorted(measure.terms, key=len, reverse=True):
+            hit = re.search(rf"\b{re.escape(term)}\b(?:\s+(?:level|number|result|was|is|came back|at|of|went up to|dropped to|to|up|down|only)){{0,4}}\s*(\d+(?:\.\d+)?)", quote)
+            if hit:
+                return kind, float(hit.group(1))
+    return None
+
+
+def _with_attributes(m: MemoryDraft, attributes: dict) -> MemoryDraft:
+    from dataclasses import replace
+
+    return replace(m, attributes={**m.attributes, **attributes})
 
 
 def _grounded_term(m: MemoryDraft) -> str:
