@@ -327,3 +327,11 @@ def test_an_unknown_condition_needs_all_its_words_in_a_record_display(record: Cl
 def test_labs_without_an_extracted_kind_are_read_from_the_quote(record: ClinicalRecord, quote: str, kind: str, rule: str) -> None:
     finding = judge(record, "measurement", quote, attributes={"kind": ""})
     assert (finding.kind, finding.rule) == (kind, rule)
+
+
+def test_a_reaction_to_something_filed_as_a_symptom_is_an_allergy_gap(nka_record: ClinicalRecord) -> None:
+    finding = judge(nka_record, "symptom", "I got hives from the contrast dye at my CT scan", attributes={"name": "hives"})
+    assert (finding.kind, finding.category) == ("gap", "allergy")
+    assert "allergy-nka" in cited(finding)
+    sulfa = judge(nka_record, "allergy", "I found out I'm allergic to sulfa drugs, the rash was awful", attributes={"substance": "sulfa"})
+    assert (sulfa.kind, sulfa.safety_critical, sulfa.rule) == ("gap", True, "allergy-new-drug-reaction")

@@ -78,6 +78,7 @@ _THIRD_PERSON = re.compile(
 _FIRST_PERSON_USE = re.compile(r"\b(?:i|i'm|im|i've|ive|me|my)\b (?:\w+ ){0,3}(?:take|taking|took|use|using|used|started|on|tried|had|have)\b|\bgave me\b|\bput me\b|\bstarted me\b")
 _MODAL_START = re.compile(r"\b(?:might|maybe|thinking (?:about|of)|want(?:s)? to|wanna|going to|gonna|plan(?:ning)? to|should i|considering|hope to|wondering (?:if|about))\b(?:\s+\w+){0,3}\s+(?:try|trying|start|starting|take|taking|get|getting|use|using|ask)\b")
 _WENT_AWAY = re.compile(r"\b(?:went (?:away|down)|gone (?:now|by)|better now|back to normal|cleared up|resolved|settled down|passed)\b")
+_REACTION = re.compile(r"\b(?:hives|rash|swell\w*|swollen|itch\w*|reaction|broke out|break out|welts|wheez\w*|throat (?:\w+ )?(?:tight|closing))\b")
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 # chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
@@ -622,7 +623,8 @@ class RulesReconciler(Reconciler):
         drug_entries = ctx.idx.match_meds(mention) if mention.drugs else None
         if drug_entries:
             v.cite(*drug_entries.active, *drug_entries.historical, *drug_entries.error)
-        if mention.drugs:
+        drug_allergen = any(a.classes or a.drugs for a in self.kb.allergens if a.id in allergen_ids)
+        if mention.drugs or drug_allergen:
             # an unrecorded drug reaction: the next prescriber will not know to avoid it
             v.safety = True
             v.rule = "allergy-new-drug-reaction"
@@ -684,6 +686,8 @@ class RulesReconciler(Reconciler):
         name = _attr(m, "name")
         status = _attr(m, "stated_status").lower()
         quote = regex_text(m.quote)
+        if m.category == "symptom" and m.assertion == Assertion.AFFIRMED and allergens_in_text(m.quote, self.kb) and _REACTION.search(quote):
+            return self._allergy(m, ctx)  # "hives from the contrast dye": a reaction to something is an allergy question
         if procedures_in_text(m.quote, self.kb) and _SURGERY.search(quote) and m.assertion != Assertion.NEGATED:
             return self._procedure(m, ctx)  # "got my deviated septum fixed" is a procedure, whatever the extractor called it
         grounded = concepts_in_text(m.quote, self.kb)
