@@ -79,7 +79,8 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None) -> Extract
         created = memory_drafts_store(run=run, session=session, drafts=drafts, turns=turns)
         run.status = ExtractionRun.Status.DONE
         run.finished_at = timezone.now()
-        run.stats = {"memories": len(created), "turns": len(turns)}
+        # Token usage of LLM engines (counts only); rules engines have none.
+        run.stats = {"memories": len(created), "turns": len(turns), **getattr(extractor, "last_usage", {})}
         run.save(update_fields=["status", "finished_at", "stats"])
     logger.info("extraction run %s done: %s memories", run.pk, len(created))
     return run

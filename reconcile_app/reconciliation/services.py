@@ -87,7 +87,8 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> Rec
             )
         run.status = ReconciliationRun.Status.DONE
         run.finished_at = timezone.now()
-        run.stats = {"memories": len(memories), "discrepancies": sum(1 for d in drafts if d.is_discrepancy)}
+        run.stats = {"memories": len(memories), "discrepancies": sum(1 for d in drafts if d.is_discrepancy),
+                     **getattr(reconciler, "last_usage", {})}
         run.save(update_fields=["status", "finished_at", "stats"])
     logger.info("reconciliation run %s done: %s findings", run.pk, len(drafts))
     return run
