@@ -79,6 +79,8 @@ _FIRST_PERSON_USE = re.compile(r"\b(?:i|i'm|im|i've|ive|me|my)\b (?:\w+ ){0,3}(?
 _MODAL_START = re.compile(r"\b(?:might|maybe|thinking (?:about|of)|want(?:s)? to|wanna|going to|gonna|plan(?:ning)? to|should i|considering|hope to|wondering (?:if|about))\b(?:\s+\w+){0,3}\s+(?:try|trying|start|starting|take|taking|get|getting|use|using|ask)\b")
 _WENT_AWAY = re.compile(r"\b(?:went (?:away|down)|gone (?:now|by)|better now|back to normal|cleared up|resolved|settled down|passed)\b")
 _REACTION = re.compile(r"\b(?:hives|rash|swell\w*|swollen|itch\w*|reaction|broke out|break out|welts|wheez\w*|throat (?:\w+ )?(?:tight|closing))\b")
+# seasonal and household allergens: itchy eyes in pollen season is chatter, not an allergy-list question
+_ENVIRONMENTAL = {"pollen", "dust_mite", "cat", "dog", "adhesive"}
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 # chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
@@ -686,7 +688,7 @@ class RulesReconciler(Reconciler):
         name = _attr(m, "name")
         status = _attr(m, "stated_status").lower()
         quote = regex_text(m.quote)
-        if m.category == "symptom" and m.assertion == Assertion.AFFIRMED and allergens_in_text(m.quote, self.kb) and _REACTION.search(quote):
+        if m.category == "symptom" and m.assertion == Assertion.AFFIRMED and allergens_in_text(m.quote, self.kb) - _ENVIRONMENTAL and _REACTION.search(quote):
             return self._allergy(m, ctx)  # "hives from the contrast dye": a reaction to something is an allergy question
         if procedures_in_text(m.quote, self.kb) and _SURGERY.search(quote) and m.assertion != Assertion.NEGATED:
             return self._procedure(m, ctx)  # "got my deviated septum fixed" is a procedure, whatever the extractor called it
