@@ -89,3 +89,55 @@ def test_the_pills_plural_is_not_the_contraceptive_pill(extractor) -> None:
     drafts = run(extractor, "Hi", "My stomach hurt so I stopped the pills.")
     meds = [d for d in drafts if d.category == "medication"]
     assert meds and all(d.attributes.get("drug_class") != "hormonal contraceptive" for d in meds)
+
+
+def test_a_reading_before_a_glucose_device_name_is_a_glucose_measurement(extractor) -> None:
+    drafts = run(extractor, "Hi", "woke up shaky, was 58 on my cgm so I had some juice")
+    glucose = [d for d in patient_affirmed(drafts, "measurement") if d.attributes["kind"] == "glucose"]
+    assert glucose and glucose[0].attributes["value"] == 58
+
+
+def test_a_number_at_the_end_of_a_sentence_is_still_read(extractor) -> None:
+    drafts = run(extractor, "Hi", "I checked my sugar after lunch and it said 212.")
+    assert [d for d in patient_affirmed(drafts, "measurement") if d.attributes.get("value") == 212]
+
+
+def test_an_inr_device_reading_later_in_the_turn_is_an_inr(extractor) -> None:
+    drafts = run(extractor, "Hi", "My new INR monitor came in the mail, so I poked my finger tonight and it read 3.8!")
+    inr = [d for d in patient_affirmed(drafts, "measurement") if d.attributes["kind"] == "inr"]
+    assert inr and inr[0].attributes["value"] == 3.8
+
+
+def test_current_smoking_is_also_a_condition_and_relapse_is_marked(extractor) -> None:
+    drafts = run(extractor, "Hi", "I'm back on the cigarettes, maybe half a pack a day since the layoff.")
+    cond = [d for d in patient_affirmed(drafts, "condition") if d.attributes["name"] == "tobacco use"]
+    assert cond and cond[0].attributes["stated_status"] == "relapsed"
+    meas = [d for d in drafts if d.category == "measurement" and d.attributes["kind"] == "tobacco_use"]
+    assert meas and meas[0].attributes["value"] == 0.5
+
+
+def test_former_or_someone_elses_smoking_is_not_the_patients_condition(extractor) -> None:
+    assert not [d for d in patient_affirmed(run(extractor, "Hi", "I quit smoking ten years ago."), "condition")]
+    assert not [d for d in patient_affirmed(run(extractor, "Hi", "My husband smokes a pack a day."), "condition")]
+
+
+def test_object_before_the_verb_procedures(extractor) -> None:
+    drafts = run(extractor, "Hi", "i finally had my implant taken out on friday at the clinic, arm is sore.")
+    proc = patient_affirmed(drafts, "procedure")
+    assert proc and proc[0].attributes["name"] == "removal of implant"
+    assert not patient_affirmed(run(extractor, "Hi", "I got the car fixed and the trash taken out."), "procedure")
+
+
+@pytest.mark.parametrize("text", [
+    "Sometimes I wish I could just go to sleep and not wake up.",
+    "honestly some days i feel like my kids would be better off if i wasn't around. i won't do anything.",
+    "I've been having thoughts of hurting myself at night.",
+])
+def test_suicidal_ideation_is_a_patient_condition(extractor, text: str) -> None:
+    si = [d for d in patient_affirmed(run(extractor, "Hi", text), "condition") if d.attributes["name"] == "suicidal ideation"]
+    assert si
+
+
+@pytest.mark.parametrize("text", ["I would never hurt myself, don't worry.", "My brother says he wants to die, it scares me."])
+def test_denial_or_another_persons_words_are_not_patient_suicidal_ideation(extractor, text: str) -> None:
+    assert not [d for d in patient_affirmed(run(extractor, "Hi", text), "condition") if d.attributes["name"] == "suicidal ideation"]

@@ -41,10 +41,20 @@ _N = r"(\d{1,3}(?:\.\d{1,2})?)"
 _BP = re.compile(r"(?<![\d/.])(\d{2,3})(s)?\s*(?:/|over|\\)\s*(\d{2,3})(s)?(?![\d/])")
 _BP_WORD = re.compile(r"\b(?:blood pressure|bp|pressure|systolic|top number)\b")
 _BP_SINGLE = re.compile(r"\b(?:blood pressure|bp|pressure|systolic|top number)\b[^.!?\d]{0,40}?(?:(under|below|over|above|in the|around|about|like)\s+)?(\d{2,3})(s)?\b")
-_GLUCOSE_KEY = re.compile(r"\b(?:blood sugars?|sugars?|glucose|fasting|meter|bg|cbg|fingerstick|finger stick|readings?|numbers?)\b")
-_LIST = re.compile(r"(?<![\d.])(\d{2,3})(s)?(?:\s*(?:,|and|&|then|to|-|or)\s*(?:and\s+|then\s+)?(\d{2,3})(s)?)*(?![\d.%])")
+# Glucose devices (continuous monitors and meters, by kind and by common brand) name the analyte themselves.
+_GLUCOSE_DEVICES = r"cgm|dexcom|libre|freestyle|glucometer|glucose meter|accu-?chek|one ?touch|contour next|guardian sensor"
+_GLUCOSE_KEY = re.compile(r"\b(?:blood sugars?|sugars?|glucose|fasting|meter|bg|cbg|fingerstick|finger stick|readings?|numbers?|"
+                          + _GLUCOSE_DEVICES + r")\b")
+# "dropped to 48 on my cgm", "was 260 on the libre": the value comes before the device
+_GLUCOSE_BEFORE_DEVICE = re.compile(r"(?<![\d.])(\d{2,3})(?![\d%]|\.\d)\s+(?:mg/dl\s+)?(?:on|per|according to)\s+(?:my|the|his|her)\s+(?:"
+                                    + _GLUCOSE_DEVICES + r"|meter)\b")
+# a number ends at a sentence period ("it said 52."), not at a decimal point ("5.2")
+_LIST = re.compile(r"(?<![\d.])(\d{2,3})(s)?(?:\s*(?:,|and|&|then|to|-|or)\s*(?:and\s+|then\s+)?(\d{2,3})(s)?)*(?![\d%]|\.\d)")
 _A1C = re.compile(r"\b(?:hb\s*a1c|hba1c|a1c|a1-c|a 1 c|hemoglobin a1c)\b\D{0,25}?(\d{1,2}(?:\.\d)?)\s*(%|percent)?")
 _INR = re.compile(r"\binr\b\D{0,20}?(\d(?:\.\d{1,2})?)\b")
+_INR_DEVICE = re.compile(r"\b(?:inr|coagu?chek|pt/inr|protime)\b")
+_READING = re.compile(r"\b(?:said|says|read|reads|showed|shows|was|came back|came out|at|gave me|got)\s+(?:a\s+|an\s+|like\s+|about\s+)?"
+                      r"(\d\.\d{1,2})(?!\d)")
 _WEIGHT_CHANGE = re.compile(
     r"\b(down|lost|lose|losing|dropped|drop|gained|gain|gaining|up|put on)\s+(?:like\s+|about\s+|almost\s+|over\s+|nearly\s+|another\s+)?"
     r"(\d{1,3}(?:\.\d)?)\s*(lbs?|pounds?|kgs?|kilos?)\b")
@@ -114,6 +124,13 @@ def find_measurements(low: str) -> list[Measurement]:
         v = float(m.group(1))
         if 0.5 <= v <= 10 and free(m.start(1), m.end(1)):
             claim(Measurement("inr", v, m.start(), m.end(), unit="", setting=setting))
+    for key in _INR_DEVICE.finditer(low):
+        # "the home INR meter ... it said 3.8": a device that only measures INR, the reading later in the turn
+        for m in _READING.finditer(low, key.end(), min(len(low), key.end() + 220)):
+            v = float(m.group(1))
+            if 0.8 <= v <= 9.9 and free(m.start(1), m.end(1)):
+                claim(Measurement("inr", v, m.start(), m.end(), unit="", setting=setting or "home"))
+                break
     for m in _BP.finditer(low):
         s, d = float(m.group(1)), float(m.group(3))
         if 60 <= s <= 260 and 30 <= d <= 160 and s > d and free(m.start(), m.end()):
@@ -205,6 +222,10 @@ def _wunit(u: str) -> str:
 
 
 def _glucose(low: str, setting: str, free, claim) -> None:
+    for m in _GLUCOSE_BEFORE_DEVICE.finditer(low):
+        v = float(m.group(1))
+        if 20 <= v <= 700 and free(m.start(1), m.end(1)):
+            claim(Measurement("glucose", v, m.start(), m.end(), unit="mg/dL", values=[v], setting=setting or "home"))
     for key in _GLUCOSE_KEY.finditer(low):
         window_end = min(len(low), key.end() + 90)
         for m in _LIST.finditer(low, key.end(), window_end):
@@ -225,21 +246,32 @@ def _glucose(low: str, setting: str, free, claim) -> None:
 
 
 def _tobacco(low: str, free, claim) -> None:
+    found: list[Measurement] = []
     for m in _TOBACCO.finditer(low):
         if not free(m.start(), m.end()):
             continue
         n = m.group("n") or ""
-        value = 0.0
+        value: float | None = None  # "back on the cigarettes": smoking, amount not stated
         nums = re.findall(r"\d{1,2}", n)
+        pack = m.group("what").startswith("pack")
         if nums:
             value = float(nums[-1])
         else:
             rate = _TOBACCO_RATE.search(low, m.end(), min(len(low), m.end() + 60))
             if rate:
                 value = float(rate.group(2) or rate.group(1))
+            elif n == "half a":
+                value = 0.5
+            elif n in ("a", "one") and pack:
+                value = 1.0
+            elif n == "two" and pack:
+                value = 2.0
             elif n in ("a few", "few"):
                 value = 3.0
             elif n in ("couple", "a couple"):
                 value = 2.0
-        unit = "packs/day" if m.group("what").startswith("pack") else "/d"
-        claim(Measurement("tobacco_use", value, m.start(), m.end(), unit=unit))
+        found.append(Measurement("tobacco_use", value, m.start(), m.end(), unit="packs/day" if pack else "/d"))
+    # one statement of an amount is the reading; bare mentions of the product only when no amount is given
+    counted = [f for f in found if f.value is not None]
+    for f in counted or found[:1]:
+        claim(f)

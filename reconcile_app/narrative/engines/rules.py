@@ -107,6 +107,7 @@ _EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|takin
                        r"administered|given|received|after|exposed|touched)\b")
 _NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction|was fine|were fine|been fine|no problems?|no issues?|didn'?t bother me|"
                           r"tolerated (?:it|them)|handled it fine|no side effects|no allergic reaction|without (?:a |any )?(?:problem|reaction|issue))\b")
+_RELAPSE = re.compile(r"\b(again|back to|back on|picked (?:it |them |those )?(?:back )?up|started back|relapsed|slipped)\b")
 _SKIN_ERUPTION = re.compile(r"\b(?:broke|break|breaking|broken) out in (?:\w+ ){0,3}(?:welts|bumps|hives|rash|spots|blotches)\b|\bwelts\b")
 # Drug classes that are a course someone is given (a reaction right after points at them); not devices or rescue drugs.
 _EXPOSURE_CLASSES = frozenset({"antibiotic", "analgesic", "anticonvulsant", "corticosteroid", "statin", "antidepressant",
@@ -168,6 +169,20 @@ _ALLERGIC_TO = re.compile(r"\b(?:allergic to|allergy to|allergies to|reaction to
 _REMOVAL = re.compile(
     r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
     r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
+# "had my IUD taken out", "got the stitches removed", "getting a port put in": object before the verb.
+_HAD_X_DONE = re.compile(
+    r"\b(?:had|got|getting|get|gotten)\s+(?:my|the|a|an|both|his|her)\s+((?:[a-z0-9-]+\s+){0,2}?[a-z0-9-]+)\s+"
+    r"(taken out|took out|removed|pulled|put in|placed|inserted|implanted|replaced|swapped out|changed out|drained|cauterized|lanced)\b")
+_NOT_PROCEDURE_OBJECTS = frozenset("car truck trash garbage hair nails carpet furniture tv couch tree tires tire oil stuff "
+                                   "things junk order package groceries name number phone".split())
+# Suicidal ideation as people say it (PHQ-9 item 9 and C-SSRS screening wording, passive and active forms).
+_SUICIDAL = re.compile(
+    r"\b(?:(?:be |are |is )?better off (?:dead|without me|if i (?:was|were|wasn'?t|weren'?t) (?:here|around|alive))|"
+    r"wish(?:ed)? i (?:was|were|could be) dead|wish(?:ed)? i (?:could|would) (?:just )?(?:disappear|not wake up|go to sleep and not wake up|die)|"
+    r"(?:want|wanted|wanna) to die|(?:kill|hurt|harm)(?:ing)? myself|end (?:it all|my life|things)|take my (?:own )?life|"
+    r"(?:don'?t|do not|didn'?t) (?:want|wanna) to (?:be here|be alive|live|wake up|exist)(?: anymore)?|"
+    r"no (?:reason|point) (?:to live|in living|going on|to keep going)|suicid\w*|thoughts of (?:death|dying|hurting myself))")
+_ACTIVE_SI = re.compile(r"\b(kill|hurt|harm)(?:ing)? myself|end (?:it all|my life)|take my (?:own )?life|plan\b|pills to|suicide attempt")
 _BEHAVIOUR_CARE = {"tobacco_use": "smoking cessation", "alcohol_use": "alcohol use"}
 _ONGOING_TREATMENTS = frozenset({"dialysis", "infusion", "radiation", "allergen immunotherapy", "physical therapy",
                                  "cardiac rehab", "wound repair"})
@@ -510,6 +525,38 @@ class RulesExtractor(Extractor):
                 out = [x for x in out if not (x.category == MemoryCategory.MEDICATION and x.unresolved)]
                 out.append(mention)
                 break
+        for m in _HAD_X_DONE.finditer(sent.low):
+            obj = m.group(1).strip()
+            if any(x.category == MemoryCategory.PROCEDURE for x in out) or obj.split()[-1] in _NOT_PROCEDURE_OBJECTS \
+                    or obj.split()[0] in _STOP_CONDITION:
+                break
+            tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(1)), 0)
+            res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+            verb = m.group(2)
+            name = f"{'insertion' if verb in ('put in', 'placed', 'inserted', 'implanted') else 'replacement' if verb in ('replaced', 'swapped out', 'changed out') else 'removal'} of {obj}"
+            mention = Mention(MemoryCategory.PROCEDURE, state.turn, sent, sent.start + m.start(), sent.start + m.end(),
+                              {"name": name, "term": m.group(0)}, res.subject, res.relation, res.assertion,
+                              confidence=0.55, turn_ids=[state.turn.id], name=name)
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
+            break
+        for m in _SUICIDAL.finditer(sent.low):
+            before = sent.low[max(0, m.start() - 14) : m.start()]
+            if re.search(r"\b(?:never|not|don'?t|didn'?t|no)\s+(?:\w+\s+)?$", before) and not m.group(0).startswith(("don", "do not", "didn")):
+                continue  # "I would never hurt myself", "I don't want to kill myself": a denial, stated
+            tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start()), 0)
+            res = ctx.assess(words, tok, tok + 1, triggers=[], people=people)  # the wish carries its own negation
+            kind = "active" if _ACTIVE_SI.search(sent.low) else "passive"
+            if re.search(r"\b(?:i|me|myself|my)\b", m.group(0)) or re.match(r"(?:be |are |is )?better off", m.group(0)):
+                # "they'd be better off without me": the people named are not the experiencer, the speaker is
+                res = ctx.ContextResult()
+            mention = Mention(MemoryCategory.CONDITION, state.turn, sent, sent.start + m.start(), sent.start + m.end(),
+                              {"name": "suicidal ideation", "term": m.group(0), "stated_status": kind, "safety": "urgent"},
+                              res.subject, res.relation, Assertion.AFFIRMED, confidence=0.7, turn_ids=[state.turn.id],
+                              name="suicidal ideation")
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
+            break
         if not any(x.category == MemoryCategory.PROCEDURE for x in out):
             for m in _PROC_NOUN.finditer(sent.low):
                 name = m.group(0).strip()
@@ -579,6 +626,9 @@ class RulesExtractor(Extractor):
             attrs = meas.attributes()
             mention = Mention(MemoryCategory.MEASUREMENT, state.turn, sent, meas.start, meas.end, attrs, res.subject,
                               res.relation, res.assertion, confidence=0.8, turn_ids=[state.turn.id], name=meas.kind)
+            if mention.assertion == Assertion.UNCERTAIN and re.search(r"\b(?:maybe|probably|guess)\s+(?:like\s+|about\s+|around\s+)?$",
+                                                                  state.low[max(0, meas.start - 22) : meas.start]):
+                mention.assertion = res.assertion = Assertion.AFFIRMED  # "maybe half a pack a day": the amount is hedged, not the fact
             if meas.qualifier == "usual" and mention.assertion == Assertion.AFFIRMED:
                 mention.assertion = Assertion.HISTORICAL  # "I'm usually in the 120s" is a baseline, not a reading
             mention.event_time = _event_time(state, sent)
@@ -594,6 +644,18 @@ class RulesExtractor(Extractor):
                     del care.attributes["action"]
                 care.event_time = mention.event_time
                 out.append(care)
+            if meas.kind == "tobacco_use" and meas.qualifier != "former" and mention.assertion == Assertion.AFFIRMED \
+                    and not any(x.category == MemoryCategory.CONDITION and x.name == "tobacco use" for x in out):
+                # current smoking is also a condition (tobacco use, a smoker finding): a record that says
+                # "ex-smoker" or "never smoked" is contradicted by it
+                relapse = bool(_RELAPSE.search(sent.low))
+                cond = Mention(MemoryCategory.CONDITION, state.turn, sent, meas.start, meas.end,
+                               {"name": "tobacco use", "term": state.low[meas.start:meas.end],
+                                "stated_status": "relapsed" if relapse else "active"},
+                               res.subject, res.relation, res.assertion, confidence=0.6, turn_ids=[state.turn.id],
+                               name="tobacco use")
+                cond.event_time = mention.event_time
+                out.append(cond)
         return out
 
     def _medication(self, mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
