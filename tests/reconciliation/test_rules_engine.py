@@ -335,3 +335,14 @@ def test_a_reaction_to_something_filed_as_a_symptom_is_an_allergy_gap(nka_record
     assert "allergy-nka" in cited(finding)
     sulfa = judge(nka_record, "allergy", "I found out I'm allergic to sulfa drugs, the rash was awful", attributes={"substance": "sulfa"})
     assert (sulfa.kind, sulfa.safety_critical, sulfa.rule) == ("gap", True, "allergy-new-drug-reaction")
+
+
+@pytest.mark.parametrize(
+    ("quote", "attributes"),
+    [
+        ("I take Tylenol sometimes for my knees", {"drug": "Tylenol", "action": "taking"}),
+        ("The pharmacy was out of my metformin so I picked it up the next day", {"drug": "metformin", "action": "stopped"}),
+    ],
+)
+def test_occasional_otc_use_and_bridged_supply_gaps_stay_quiet(record: ClinicalRecord, quote: str, attributes: dict) -> None:
+    assert not judge(record, "medication", quote, attributes=attributes).is_discrepancy

@@ -81,6 +81,8 @@ _WENT_AWAY = re.compile(r"\b(?:went (?:away|down)|gone (?:now|by)|better now|bac
 _REACTION = re.compile(r"\b(?:hives|rash|swell\w*|swollen|itch\w*|reaction|broke out|break out|welts|wheez\w*|throat (?:\w+ )?(?:tight|closing))\b")
 # seasonal and household allergens: itchy eyes in pollen season is chatter, not an allergy-list question
 _ENVIRONMENTAL = {"pollen", "dust_mite", "cat", "dog", "adhesive"}
+_OCCASIONAL = re.compile(r"\b(?:sometimes|now and then|once in a while|occasionally|as needed|here and there|if i need (?:it|one|to)|when i need (?:it|one|to)|every so often|once or twice)\b")
+_SUPPLY_RESUMED = re.compile(r"(?<!n't )(?<!nt )(?<!not )(?<!never )(?<!yet to )\b(?:picked (?:it|them) up|got (?:it|them) (?:the next day|the day after|later|back)|refilled|back on (?:it|them)|(?:started|taking) (?:it|them) again|only missed (?:a|one) (?:day|dose))\b")
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 # chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
@@ -457,6 +459,8 @@ class RulesReconciler(Reconciler):
         action = self._action(m, ctx)
         if someone_else and _attr(m, "action").lower() in ("", "taking", "took_once", "started"):
             action = "taking"  # "my wife's pills when mine run out": the borrowing is the news, not a stop
+        if action == "stopped" and _SUPPLY_RESUMED.search(quote):
+            action = "taking"  # "the pharmacy was out, I picked it up the next day": a bridged gap, not a stop
         match = ctx.idx.match_meds(mention)
         classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
         label = ", ".join(sorted(mention.names))[:60] or "this medicine"
@@ -527,6 +531,8 @@ class RulesReconciler(Reconciler):
             otc = bool(classes) and classes <= (_OTC_CLASSES | {"nsaid_like"})
             if _MODAL_START.search(quote) and action not in ("stopped",):
                 return Verdict(NCR, Cat.MEDICATION, "med-considering", explanation="Considering a medicine; nothing taken yet.")
+            if otc and not someone_else and not interactions and _OCCASIONAL.search(quote):
+                return Verdict(NCR, Cat.MEDICATION, "med-otc-occasional", explanation=f"Occasional over-the-counter {label}.")
             if action == "took_once" and otc and not someone_else:
                 # a single over-the-counter dose is coaching material, even where a habit of it would conflict
                 return Verdict(NCR, Cat.MEDICATION, "med-otc-once", explanation=f"A single dose of over-the-counter {label}.")
