@@ -141,3 +141,24 @@ def test_suicidal_ideation_is_a_patient_condition(extractor, text: str) -> None:
 @pytest.mark.parametrize("text", ["I would never hurt myself, don't worry.", "My brother says he wants to die, it scares me."])
 def test_denial_or_another_persons_words_are_not_patient_suicidal_ideation(extractor, text: str) -> None:
     assert not [d for d in patient_affirmed(run(extractor, "Hi", text), "condition") if d.attributes["name"] == "suicidal ideation"]
+
+
+def test_a_name_qualified_by_a_place_is_another_person(extractor) -> None:
+    drafts = run(extractor, "Hi", "Ellen from church takes Ozempic and lost 30 lbs.")
+    assert not [d for d in drafts if d.subject == "patient" and d.category in ("medication", "measurement")]
+
+
+def test_a_place_phrase_without_a_person_verb_keeps_the_patient(extractor) -> None:
+    drafts = run(extractor, "Hi", "Lunch at work has been salads, my sugar was 130.")
+    assert patient_affirmed(drafts, "measurement")
+
+
+def test_family_history_is_the_relatives_condition(extractor) -> None:
+    drafts = run(extractor, "Hi", "Diabetes runs on both sides of my family.")
+    assert not [d for d in drafts if d.subject == "patient" and d.category == "condition"]
+
+
+def test_family_history_then_the_patients_own_condition(extractor) -> None:
+    drafts = run(extractor, "Hi", "Heart disease runs in my family and now I have high blood pressure too.")
+    own = patient_affirmed(drafts, "condition")
+    assert [d.attributes["name"] for d in own] == ["hypertension"]

@@ -217,6 +217,11 @@ _FINITE_VERBS = frozenset(
     "is was were are am be been has have had do did does got get went go take took taking felt feel feeling started stopped "
     "quit ran checked said told think thought i'm im i've ive i'll it's its".split())
 _NAME_NEXT_INITIAL = frozenset("is has takes gets says wants needs goes keeps uses was".split())
+_FAMILY_HISTORY = re.compile(r"\b(?:runs?|ran|running) (?:\w+ ){0,4}?(?:in|on|through) (?:\w+ ){0,4}?famil(?:y|ies)\b|"
+                             r"\bfamily history\b|\bin (?:my|our|the) (?:genes|blood|family tree)\b|\bhereditary\b")
+_OWN_CLAIM = re.compile(r"\b(?:i have|i've got|ive got|i got|i was diagnosed|i'm diabetic|me too|so do i|i do too|i also have|now i have)\b")
+_PLACE_PREPS = frozenset("from at next down across over in".split())
+_NAME_S_VERBS = frozenset("takes has gets says wants needs keeps uses swears injects".split())
 _NAME_NEXT_PAST = frozenset("had got took went was ended landed collapsed fell broke".split())
 _NAME_NEXT = frozenset(
     "is was has had just takes took started got gets says said wants wanted needs needed went goes 's and's also too "
@@ -368,6 +373,14 @@ class RulesExtractor(Extractor):
                 # a verbless fragment right after a sentence about someone else ("Grandma's on hospice. Morphine
                 # every few hours.") continues it; fragments with a verb are usually the patient's own
                 people = [ctx.Person(-1, "other", prev_other)]
+            fam = _FAMILY_HISTORY.search(sent.low)
+            if fam:
+                # "X runs in my family", "family history of X": relatives' conditions unless the patient claims it
+                # too; a first-person clause after it ("so I'm due for...") is the patient's again
+                own = bool(_OWN_CLAIM.search(sent.low))
+                fam_end = next((k for k, t in enumerate(tokens) if t[1] >= fam.end()), len(tokens))
+                fam_end = next((k for k in range(fam_end, len(words)) if ctx._is_terminator(words, k)), fam_end)
+                people = [ctx.Person(-1, "other", "family")] + [p for p in people if p.kind != "self" or own or p.index >= fam_end]
             if any(p.kind == "self" for p in people):
                 carry = ""
             others = [p for p in people if p.kind in ("other", "owner")]
@@ -887,6 +900,9 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         # third-person verb follows ("Gary wants...", "Deb has...")
         verbs = _NAME_NEXT_INITIAL if i == 0 else _NAME_NEXT
         if word.endswith("'s") or nxt in verbs or prev in ctx.RELATIONS:
+            out.add(i)
+        elif i == 0 and nxt in _PLACE_PREPS and any(words[k] in _NAME_S_VERBS and words[k + 1 : k + 2] != ["been"] for k in range(i + 2, min(i + 7, len(words)))) and not word.endswith("ly"):
+            # "Ellen from church takes Ozempic", "Raj next door has gout": a name qualified by where the person is from
             out.add(i)
         elif i == 0 and nxt in _NAME_NEXT_PAST and not word.endswith("ly") and third_person_later:
             # "Marco had a seizure at school, his mom...": a sentence-initial capital with a past-tense verb is a
