@@ -83,6 +83,12 @@ _REACTION = re.compile(r"\b(?:hives|rash|swell\w*|swollen|itch\w*|reaction|broke
 _ENVIRONMENTAL = {"pollen", "dust_mite", "cat", "dog", "adhesive"}
 _OCCASIONAL = re.compile(r"\b(?:sometimes|now and then|once in a while|occasionally|as needed|here and there|if i need (?:it|one|to)|when i need (?:it|one|to)|every so often|once or twice)\b")
 _SUPPLY_RESUMED = re.compile(r"(?<!n't )(?<!nt )(?<!not )(?<!never )(?<!yet to )\b(?:picked (?:it|them) up|got (?:it|them) (?:the next day|the day after|later|back)|refilled|back on (?:it|them)|(?:started|taking) (?:it|them) again|only missed (?:a|one) (?:day|dose))\b")
+# chat words that say nothing about a body part or disease
+_CHAT_WORDS = {"surgery", "removed", "repair", "repaired", "fixed", "clinic", "doctor", "yesterday", "today", "started", "finally",
+               "procedure", "hospital", "urgent", "center", "office", "outside", "week", "weeks", "month", "months", "right", "left",
+               "pretty", "really", "there", "their", "about", "after", "before", "again", "said", "told", "think", "thing", "things",
+               "little", "because", "going", "still", "since", "would", "could", "should", "where", "which", "while", "other"}
+_BROAD_CLASSES = {"supplement", "antibiotic", "nsaid_like", "teratogen", "antidiabetic", "antihypertensive", "diuretic", "antidepressant"}
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 # chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
@@ -544,6 +550,8 @@ class RulesReconciler(Reconciler):
                         f"Patient reports taking {label} ({who}); the record has no entry for it.")
             v.cite(*ctx.idx.meds_sharing_ingredient(mention.drugs))
             v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:4])
+            # therapeutic duplication: what the record already prescribes of the same class
+            v.cite(*ctx.idx.meds_of_classes(classes - _BROAD_CLASSES)[:2])
             v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
         for sev, safe, why, partners in interactions:
             v.raise_to(sev, safe)
@@ -903,7 +911,15 @@ class RulesReconciler(Reconciler):
         v.cite(*sorted(matches, key=lambda e: e.date, reverse=True)[:2])
         v.cite(*self._site_related(ctx, sites | sites_in_text(ctx.around(m), self.kb)))
         v.cite(*self._context_conditions(ctx, ctx.around(m))[:2])
+        v.cite(*self._word_related(ctx, " ".join([name, m.quote]))[:2])
         return v
+
+    def _word_related(self, ctx: Context, text: str) -> list[ClinicalEntry]:
+        """Record conditions sharing a distinctive word with the patient's words ("hernia repair" -> "Inguinal hernia")."""
+        words = {w for w in content_words(text) if len(w) >= 5} - _CHAT_WORDS
+        if not words:
+            return []
+        return [ce.entry for ce in ctx.idx.conditions if ce.entry.state in (State.ACTIVE, State.HISTORICAL) and ce.words & words]
 
     def _site_related(self, ctx: Context, sites: set[str]) -> list[ClinicalEntry]:
         if not sites:
