@@ -174,7 +174,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.0.0"
+    version = "1.1.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
