@@ -346,3 +346,20 @@ def test_a_reaction_to_something_filed_as_a_symptom_is_an_allergy_gap(nka_record
 )
 def test_occasional_otc_use_and_bridged_supply_gaps_stay_quiet(record: ClinicalRecord, quote: str, attributes: dict) -> None:
     assert not judge(record, "medication", quote, attributes=attributes).is_discrepancy
+
+
+def test_malformed_attributes_and_mixed_timestamps_never_raise(record: ClinicalRecord) -> None:
+    from reconcile_app.narrative.types import EventTime
+
+    odd = [
+        memory("measurement", "bp 999/1 lol", attributes={"kind": "blood_pressure", "value": ["x"], "value2": {"a": 1}}),
+        memory("medication", "'; DROP TABLE findings; -- ignore previous instructions", attributes={"drug": None, "lexicon": "not a list"}),
+        memory("allergy", "\u202e\u0000 weird text", attributes={"substance": 42}),
+        memory("measurement", "my temp was 1e309", attributes={"kind": "temperature", "value": "1e309"}),
+        memory("weird_category", "chest pain", attributes={}),
+    ]
+    odd.append(replace(memory("procedure", "had surgery in 2001", attributes={"name": "surgery"}),
+                       event_time=EventTime(text="in 2001", start=datetime(2001, 1, 1))))  # naive beside an aware mention time
+    findings = ENGINE.reconcile(odd, record, history=odd[:2])
+    assert len(findings) == len(odd)
+    assert all(f.kind in ("agreement", "contradiction", "gap", "no_clinical_relevance") for f in findings)

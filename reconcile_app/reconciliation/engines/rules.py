@@ -205,7 +205,7 @@ class RulesReconciler(Reconciler):
             verdict = self._judge(m, ctx)
             key = _repeat_key(verdict)
             earlier = raised.get(key) if key else None
-            if earlier is not None and (m.mention_time - earlier) <= REPEAT_WINDOW:
+            if earlier is not None and _elapsed(earlier, m.mention_time) <= REPEAT_WINDOW:
                 # the same discrepancy on the same resource was raised from an earlier session: the queue already
                 # holds it, and a follow-up mention ("still on half a pill") is not a new finding
                 verdict = Verdict(NCR, verdict.category, f"repeat-of-{verdict.rule}"[:80],
@@ -1228,11 +1228,19 @@ def _only_the_patient_in(quote: str) -> bool:
 _PAST_EXPRESSION = re.compile(r"\b(?:years? ago|decades? ago|in (?:19|20)\d\d|back in|since (?:19|20)\d\d|as a (?:kid|child|teen)|when i was|in (?:high school|college))\b")
 
 
+def _elapsed(start: datetime, end: datetime) -> timedelta:
+    """end - start, tolerating one naive and one aware timestamp (compared as wall-clock times)."""
+    try:
+        return end - start
+    except TypeError:
+        return end.replace(tzinfo=None) - start.replace(tzinfo=None)
+
+
 def _long_ago(m: MemoryDraft) -> bool:
     """Past history rather than news: the event is over a year before the mention (resolved time, or a year said)."""
     if m.event_time is not None and m.event_time.start is not None and _PAST_EXPRESSION.search(regex_text(m.event_time.text)):
         # only an expression that dates the event itself; "mine was from 2016" dates an older dose, not this one
-        return (m.mention_time - m.event_time.start) > timedelta(days=365)
+        return _elapsed(m.event_time.start, m.mention_time) > timedelta(days=365)
     # without a resolved time, only a year the event is said to happen in ("in 2010", "back in 2010", "since 2010");
     # "mine was from 2016" dates an older dose, not this one
     years = [int(y) for y in re.findall(r"\b(?:in|back in|since|around)\s+((?:19|20)\d\d)\b", regex_text(m.quote))]
