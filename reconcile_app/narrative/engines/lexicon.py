@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
 import hashlib
 import importlib.metadata
 import json
@@ -9,6 +10,7 @@ import logging
 import os
 import pickle
 import re
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -403,7 +405,7 @@ BUILD_VERSION = "2"  # bump when the build logic changes so cached indexes are r
 
 
 def _cache_path() -> Path | None:
-    """A derived-index cache keyed by the alias file, the package versions and the build logic."""
+    """A derived-index cache keyed by the alias file, the package versions and the build logic (this module's source)."""
     root = os.environ.get("RECONCILE_LEXICON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "reconcile")
     digest = hashlib.sha256(ALIASES_PATH.read_bytes())
     for dist in ("drug-named-entity-recognition", "simple_icd_10_cm"):
@@ -412,7 +414,53 @@ def _cache_path() -> Path | None:
         except importlib.metadata.PackageNotFoundError:
             digest.update(f"{dist}=absent".encode())
     digest.update(BUILD_VERSION.encode())
+    try:  # any change to the build code or the pickled classes makes a new key, so a stale index is never loaded
+        digest.update(Path(__file__).read_bytes())
+    except OSError:
+        pass
     return Path(root) / f"lexicon-{digest.hexdigest()[:16]}.pkl"
+
+
+def _load_cached(path: Path) -> Lexicon | None:
+    """The cached index, or None when it is missing, truncated, foreign or empty (the caller rebuilds)."""
+    try:
+        with path.open("rb") as fh:
+            lex = pickle.load(fh)  # our own file, written by _store_cached from the packages' data
+    except FileNotFoundError:
+        return None
+    except Exception:  # truncated, corrupt or written by an incompatible build: rebuild, never fatal
+        logger.warning("lexicon cache unreadable; rebuilding")
+        return None
+    if not isinstance(lex, Lexicon) or not isinstance(getattr(lex, "phrases", None), dict) or not lex.phrases:
+        logger.warning("lexicon cache has unexpected content; rebuilding")
+        return None
+    return lex
+
+
+def _store_cached(lex: Lexicon, path: Path) -> None:
+    """Write to a unique temporary file in the same folder, then rename: readers see the old file or the whole new
+    one, never a partial one, and concurrent cold starts (workers, CI jobs sharing the folder) cannot collide."""
+    tmp_name = ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(lex, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+        tmp_name = ""
+        week_ago = time.time() - 7 * 86400
+        for old in path.parent.glob("lexicon-*"):  # week-old indexes of other versions and orphaned temp files
+            with contextlib.suppress(OSError):
+                if old != path and old.stat().st_mtime < week_ago:
+                    old.unlink()
+    except (OSError, pickle.PicklingError):
+        logger.warning("lexicon cache not writable")
+    finally:
+        if tmp_name:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
 
 
 def build_lexicon() -> Lexicon:
@@ -431,26 +479,18 @@ def default_lexicon() -> Lexicon:
     """Built once per process; the derived index is cached on disk so later processes load it in under a second."""
     with _lock:
         started = time.perf_counter()
-        path = None
         try:
             path = _cache_path()
-            if path is not None and path.exists():
-                with path.open("rb") as fh:
-                    lex = pickle.load(fh)  # our own file, written below from the packages' data
+        except OSError:  # the alias file itself unreadable: build without a cache (the build reports it)
+            path = None
+        if path is not None:
+            lex = _load_cached(path)
+            if lex is not None:
                 lex.stats["load_seconds"] = round(time.perf_counter() - started, 2)
                 return lex
-        except Exception:  # a corrupt or foreign cache is rebuilt, never fatal
-            logger.warning("lexicon cache unreadable; rebuilding")
         lex = build_lexicon()
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                with tmp.open("wb") as fh:
-                    pickle.dump(lex, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, path)
-            except OSError:
-                logger.warning("lexicon cache not writable")
+            _store_cached(lex, path)
         logger.info("lexicon built: %s", lex.stats)
         return lex
 
