@@ -44,6 +44,7 @@ class DrugClass:
     new: tuple[str, bool]
     high_risk: bool
     source: str
+    procedures: tuple[str, ...] = ()  # record procedures that make the drug critical (a stent for an antiplatelet)
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ def load_knowledge() -> Knowledge:
     classes = {
         r["id"]: DrugClass(r["id"], r["label"], _t(r["lay"]), _t(r["parents"]), _t(r["indications"]),
                            (r["stop"][0], bool(r["stop"][1])), (r["change"][0], bool(r["change"][1])),
-                           (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"])
+                           (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"], _t(r.get("procedures")))
         for r in _load("drug_classes.json")
     }
     drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]

@@ -58,3 +58,23 @@ def test_range_rules_evaluate_safely(expr: str, values: dict, conditions: set, e
 def test_range_rule_rejects_code() -> None:
     with pytest.raises(ValueError):
         eval_rule("__import__('os').system('true')", {}, set())
+
+
+@pytest.mark.parametrize(
+    ("text", "flag", "fires"),
+    [
+        ("my chest got tight like a belt when i shoveled", "chest-pain", True),
+        ("no chest pain or anything", "chest-pain", False),
+        ("i fell on the ice", "fall", True),
+        ("she fell asleep in the car", "fall", False),
+        ("everyone would be better off without me", "suicidal", True),
+        ("i cant breathe lying flat so i sleep in the recliner", "orthopnea", True),
+        ("weather is trash", "rash", False),
+        ("got a rash from poison ivy", "rash", False),
+        ("black tarry stools", "gi-bleed", True),
+        ("my heart was racing after the run", "palpitations", False),
+    ],
+)
+def test_red_flag_patterns(text: str, flag: str, fires: bool) -> None:
+    [row] = [f for f in load_knowledge().red_flags if f.id == flag]
+    assert row.matches(text) is fires

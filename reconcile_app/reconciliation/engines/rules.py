@@ -399,7 +399,10 @@ class RulesReconciler(Reconciler):
             if cls:
                 concepts |= set(cls.indications)
         concepts |= self._purpose_concepts(text)
-        return self._conditions_with_related(ctx, concepts)
+        found = self._conditions_with_related(ctx, concepts)
+        procedures = {p for cid in classes if cid in self.kb.classes for p in self.kb.classes[cid].procedures}
+        found += [e for e, pids, _ in ctx.idx.procedures if pids & procedures and e.state == State.ACTIVE]
+        return found
 
     def _purpose_concepts(self, text: str) -> set[str]:
         out: set[str] = set()
@@ -998,9 +1001,12 @@ class RulesReconciler(Reconciler):
         quote_stems = stems(set(norm(m.quote).split()))
         stopped = (_attr(m, "action").lower() in ("stopped", "skipped") or bool(_STOP.search(quote)) or m.assertion == Assertion.NEGATED
                    or any(p.search(quote) for p in self.kb.lapse))
-        for therapy in self.kb.therapies:
+        def longest(therapy) -> int:  # "cardiac rehab" is cardiac rehab before it is any rehab
+            return max((len(t) for t in therapy.terms if stems(set(norm(t).split())) <= quote_stems), default=0)
+
+        for therapy in sorted(self.kb.therapies, key=lambda t: -longest(t)):
             # order-free, inflection-free term match in the patient's words ("haven't checked my blood sugar")
-            named = any(stems(set(norm(t).split())) <= quote_stems for t in therapy.terms)
+            named = longest(therapy) > 0
             if named and stopped and m.assertion != Assertion.HISTORICAL:
                 plans = ctx.idx.careplans_mentioning(therapy.terms)
                 conds = ctx.idx.conditions_for(set(therapy.conditions))
