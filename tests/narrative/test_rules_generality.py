@@ -162,3 +162,29 @@ def test_family_history_then_the_patients_own_condition(extractor) -> None:
     drafts = run(extractor, "Hi", "Heart disease runs in my family and now I have high blood pressure too.")
     own = patient_affirmed(drafts, "condition")
     assert [d.attributes["name"] for d in own] == ["hypertension"]
+
+
+@pytest.mark.parametrize("text,action", [
+    ("I told them at the clinic I'm done with the heart class.", "stopped"),
+    ("I stopped going to my diabetes classes.", "stopped"),
+    ("I skipped my pulmonary class twice this month.", "skipped"),
+])
+def test_a_care_program_named_by_its_form_is_a_care_activity(extractor, text: str, action: str) -> None:
+    care = patient_affirmed(run(extractor, "Hi", text), "care_activity")
+    assert care and care[0].attributes["action"] == action
+
+
+def test_an_everyday_group_outing_is_not_a_care_program(extractor) -> None:
+    assert not patient_affirmed(run(extractor, "Hi", "I'm going to a birthday party group thing."), "care_activity")
+
+
+@pytest.mark.parametrize("text", ["Started paleo with my wife 3 weeks ago, no grains.", "Went vegan last month.",
+                                  "trying the mediterranean diet since new year"])
+def test_named_diets_are_diet_care_activities(extractor, text: str) -> None:
+    care = patient_affirmed(run(extractor, "Hi", text), "care_activity")
+    assert care and care[0].attributes["name"] == "diet"
+
+
+def test_an_everyday_word_one_edit_from_a_brand_is_not_a_drug(extractor) -> None:
+    drafts = run(extractor, "Hi", "I really like the new walking program at the Y.")
+    assert not [d for d in drafts if d.category == "medication"]

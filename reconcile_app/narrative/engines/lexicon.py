@@ -145,6 +145,9 @@ def damerau1(a: str, b: str) -> bool:
     return a[i:] == b[i + 1 :]
 
 
+# Everyday words one edit away from a brand ("program" / Prograf): never a misspelt drug.
+NOT_MISSPELT = frozenset("program programs programme general regular natural pattern contrast lottery"
+                         " battery restless".split())
 _ENGLISH_SUFFIX = re.compile(r"(ing|ings|ed|ly|tion|tions|ness|ment|ments|able|ible|ful|ous|ers|est|ship|less|ward|wards|ity)$")
 
 
@@ -247,7 +250,8 @@ class Lexicon:
         """Unmatched words one edit away from a drug-dictionary word (SymSpell-style delete index)."""
         out: list[Candidate] = []
         for idx, (word, start, end) in enumerate(tokens):
-            if idx in matched or len(word) < 7 or not word.isalpha() or word in STOPWORDS or _ENGLISH_SUFFIX.search(word):
+            if idx in matched or len(word) < 7 or not word.isalpha() or word in STOPWORDS or word in NOT_MISSPELT \
+                    or _ENGLISH_SUFFIX.search(word):
                 continue  # "recovering" is not a misspelt "recoverin": drug names rarely carry English inflections
             suggestions: set[str] = set()
             for probe in {word} | _deletes(word):

@@ -183,6 +183,13 @@ _SUICIDAL = re.compile(
     r"(?:don'?t|do not|didn'?t) (?:want|wanna) to (?:be here|be alive|live|wake up|exist)(?: anymore)?|"
     r"no (?:reason|point) (?:to live|in living|going on|to keep going)|suicid\w*|thoughts of (?:death|dying|hurting myself))")
 _ACTIVE_SI = re.compile(r"\b(kill|hurt|harm)(?:ing)? myself|end (?:it all|my life)|take my (?:own )?life|plan\b|pills to|suicide attempt")
+# A care program named by its form ("the heart class", "my diabetes classes", "the balance program") with a verb of
+# joining, attending or leaving it: a care-plan activity even when the program's name is not in the dictionary.
+_PROGRAM = re.compile(
+    r"\b(done with|finished with|through with|quit|quitting|stopped going to|stopped|stopped attending|dropped out of|gave up on|"
+    r"skipped|skipping|missed|started|starting|signed up for|joined|enrolled in|finished)\s+"
+    r"(?:the |my |that |those |a |an |our )?((?:[a-z][a-z-]+\s+){1,3}?(?:class|classes|program|programme|course|sessions|group|rehab|therapy))\b")
+_PROGRAM_STOP = frozenset("done finished through quit quitting stopped dropped gave skipped skipping missed".split())
 _BEHAVIOUR_CARE = {"tobacco_use": "smoking cessation", "alcohol_use": "alcohol use"}
 _ONGOING_TREATMENTS = frozenset({"dialysis", "infusion", "radiation", "allergen immunotherapy", "physical therapy",
                                  "cardiac rehab", "wound repair"})
@@ -477,6 +484,24 @@ class RulesExtractor(Extractor):
             mention.event_time = _event_time(state, sent)
             out.append(mention)
         out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
+        for m in _PROGRAM.finditer(sent.low):
+            a, b = sent.start + m.start(2), sent.start + m.end(2)
+            if any(x.category == MemoryCategory.CARE_ACTIVITY and x.start < b and a < x.end for x in out):
+                continue  # the dictionary already named it ("cardiac rehab")
+            tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(2)), 0)
+            res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+            verb = m.group(1).split()[0]
+            action = "stopped" if verb in _PROGRAM_STOP else "skipped" if verb in ("skipped", "skipping", "missed") else \
+                "started" if verb in ("started", "starting", "signed", "joined", "enrolled") else "attending"
+            if verb in ("skipped", "skipping", "missed"):
+                action = "skipped"
+            name = m.group(2).strip()
+            care = Mention(MemoryCategory.CARE_ACTIVITY, state.turn, sent, a, b, {"name": name, "detail": m.group(0), "action": action},
+                           res.subject, res.relation, res.assertion, confidence=0.55, turn_ids=[state.turn.id], name=name)
+            if action == "stopped" and care.assertion == Assertion.NEGATED:
+                care.assertion = Assertion.AFFIRMED
+            care.event_time = _event_time(state, sent)
+            out.append(care)
         covered_spans = [(x.start - sent.start, x.end - sent.start) for x in out]
         for m in _BODY_PAIN.finditer(sent.low):
             part = m.group("part") or m.group("part2") or m.group("part3")
@@ -1011,6 +1036,8 @@ def _care_action(sentence: str) -> str:
     if re.search(r"\b(quit|stopped|stop|gave up|give up|giving up|haven't|havent|not using|don't use|dont use|cant stand|"
                  r"can't stand|fell off|off the|cheating on|skipping|skipped|dropped out|ditched|no longer|abandoned|"
                  r"discontinued|not following|stopped following|not sticking|slacking|slacked)\b", sentence):
+        return "stopped"
+    if re.search(r"\b(done with|finished with|through with|over with)\b", sentence):
         return "stopped"
     if re.search(r"\b(started|start|began|signed up|joined|bought|new)\b", sentence):
         return "started"
