@@ -363,3 +363,16 @@ def test_malformed_attributes_and_mixed_timestamps_never_raise(record: ClinicalR
     findings = ENGINE.reconcile(odd, record, history=odd[:2])
     assert len(findings) == len(odd)
     assert all(f.kind in ("agreement", "contradiction", "gap", "no_clinical_relevance") for f in findings)
+
+
+def test_a_stopped_drug_needs_current_use_to_contradict(record: ClinicalRecord) -> None:
+    passing = judge(record, "medication", "the aspirin they had me on years back", attributes={"drug": "aspirin", "action": "taking"})
+    assert not passing.is_discrepancy
+    first = memory("medication", "my baby aspirin.", attributes={"drug": "aspirin", "action": "taking"})
+    second = memory("lifestyle", "been taking one every morning for 10 yrs.")
+    assert ENGINE.reconcile([first, second], record)[0].kind == "contradiction"
+
+
+def test_a_good_day_is_not_a_resolved_diagnosis(record: ClinicalRecord) -> None:
+    assert not judge(record, "condition", "my knee arthritis is gone this week, feels great", attributes={"name": "osteoarthritis"}).is_discrepancy
+    assert judge(record, "condition", "the cardiologist said my afib is gone", attributes={"name": "atrial fibrillation"}).kind == "contradiction"

@@ -89,10 +89,13 @@ _CHAT_WORDS = {"surgery", "removed", "repair", "repaired", "fixed", "clinic", "d
                "pretty", "really", "there", "their", "about", "after", "before", "again", "said", "told", "think", "thing", "things",
                "little", "because", "going", "still", "since", "would", "could", "should", "where", "which", "while", "other"}
 _BROAD_CLASSES = {"supplement", "antibiotic", "nsaid_like", "teratogen", "antidiabetic", "antihypertensive", "diuretic", "antidepressant"}
+_CURRENT_USE = re.compile(r"\b(?:still|every (?:day|morning|night|evening)|daily|nightly|each (?:day|morning|night)|again|now|currently|been (?:taking|using|on)|keep taking|(?:once|twice|three times) a day|\d+ (?:times|x) a day|at bedtime|with (?:breakfast|dinner|meals)|each morning|most days|regularly)\b")
+_CLINICIAN_SAID = re.compile(r"\b(?:doctor|dr|doc|nephrologist|cardiologist|specialist|endocrinologist|pulmonologist|they|she|he|nurse|np|pa)\b(?:\s+\w+){0,2}\s+(?:said|says|told|confirmed|thinks)\b|\bno longer have\b|\bin remission\b|\bcured\b|\breversed\b")
 _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?:much|often)|slack\w*|here and there|less than i should)\b")
 # chronic diseases whose unrecorded mention is itself worth a look (they carry a diagnosis rating in the table)
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
                     "hiv", "cancer", "stroke", "vte", "liver_disease", "transplant", "bipolar"}
+_CHRONIC = _DIAGNOSIS_RATED | {"hypertension", "hyperlipidemia", "hypothyroidism", "prediabetes", "osteoporosis", "gout", "anemia", "obesity", "osa", "gerd", "allergic_rhinitis", "migraine"}
 _OTC_CLASSES = {"acetaminophen", "antihistamine", "nsaid", "supplement", "iron", "ppi", "sleep_aid"}
 
 
@@ -522,6 +525,9 @@ class RulesReconciler(Reconciler):
                 return v.cite(entry, *self._indications(ctx, self._entry_classes(ctx, [entry]))[:1])
             return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(match.active[0])} as active.").cite(*match.active)
         interactions = self._interactions(ctx, classes, mention.drugs)
+        if match.historical and not match.by_class_only and not (_CURRENT_USE.search(regex_text(ctx.around(m))) or action in ("started", "resumed")):
+            # a passing mention of a drug the record shows as stopped or completed ("the amoxicillin they gave me")
+            return Verdict(NCR, Cat.MEDICATION, "med-historical-mention", explanation="Mentions a past medicine; no current use stated.").cite(*match.historical)
         if match.historical and not match.by_class_only:
             sev, safe = self._class_sev(classes, "new", ("low", False))
             v = Verdict(CONTRA, Cat.MEDICATION, "med-taking-stopped", sev, safe,
@@ -738,7 +744,9 @@ class RulesReconciler(Reconciler):
                 v.cite(*(ce.entry for ce in other))
                 v.cite(*self._condition_labs(ctx, concepts))
                 return v
-        if resolved_claim and active and m.assertion != Assertion.HISTORICAL:
+        if (resolved_claim and active and m.assertion != Assertion.HISTORICAL
+                and (concepts & _CHRONIC or _CLINICIAN_SAID.search(quote) or status == "resolved")):
+            # "my back pain is gone this week" is a good day, not a resolved diagnosis
             return self._condition_denied(active, concepts, ctx)
 
         if m.assertion == Assertion.HISTORICAL:
