@@ -241,7 +241,9 @@ class RulesReconciler(Reconciler):
         return FindingDraft(
             kind=str(v.kind),
             severity=str(v.severity if discrepancy else Severity.LOW),
-            safety_critical=bool(v.safety and discrepancy),
+            # high severity means acute harm potential, which is what the safety flag marks; the flag can still be
+            # set on a medium finding (a stopped controller inhaler) from the tables
+            safety_critical=bool((v.safety or v.severity == Severity.HIGH) and discrepancy),
             category=str(v.category),
             citations=[_citation(e) for e in v.cites],
             explanation=v.explanation[:300],
