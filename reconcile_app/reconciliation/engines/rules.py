@@ -603,7 +603,8 @@ class RulesReconciler(Reconciler):
         else:
             v = Verdict(CONTRA, Cat.ALLERGY, "allergy-tolerated", Severity.LOW, False,
                         f"Record lists an active allergy ({_short(active[0])}); patient reports taking a related drug without a reaction.")
-        return v.cite(*active)
+        orders = ctx.idx.match_meds(mention)
+        return v.cite(*active, *orders.active, *orders.historical)
 
     # --- allergies -----------------------------------------------------------------------------
 
@@ -1043,6 +1044,7 @@ class RulesReconciler(Reconciler):
                         f"Care plan says to avoid: {clause[:120]}; patient reports doing it.")
             v.cite(careplan)
             v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
+            v.cite(*_addressed(ctx, careplan)[:2])
             mention = drugs_in_text(text, self.kb, fuzzy=False)
             if mention.drugs:
                 for sev, safe, why, partners in self._interactions(ctx, self._mention_classes(mention), mention.drugs):
@@ -1297,6 +1299,17 @@ def _grounded_term(m: MemoryDraft) -> str:
 def _lexicon_surface(m: MemoryDraft) -> list[str]:
     hits = m.attributes.get("lexicon") or []
     return [str(h.get("term") or "") for h in hits if isinstance(h, dict)] if isinstance(hits, list) else []
+
+
+def _addressed(ctx: Context, careplan: ClinicalEntry) -> list[ClinicalEntry]:
+    """The conditions a care plan says it addresses (its own references)."""
+    out = []
+    for ref in (careplan.raw or {}).get("addresses") or []:
+        rtype, _, rid = str(ref.get("reference", "") if isinstance(ref, dict) else "").partition("/")
+        entry = ctx.idx.record.get(rtype, rid) if rid else None
+        if entry is not None and entry.state != State.ERROR:
+            out.append(entry)
+    return out
 
 
 def careplan_title(entry: ClinicalEntry) -> str:
