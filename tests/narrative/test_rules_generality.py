@@ -188,3 +188,26 @@ def test_named_diets_are_diet_care_activities(extractor, text: str) -> None:
 def test_an_everyday_word_one_edit_from_a_brand_is_not_a_drug(extractor) -> None:
     drafts = run(extractor, "Hi", "I really like the new walking program at the Y.")
     assert not [d for d in drafts if d.category == "medication"]
+
+
+def test_a_quoted_diagnosis_is_read_and_a_trailing_clause_is_not_a_condition(extractor) -> None:
+    drafts = run(extractor, "Hi", "had my checkup tues and the foot dr said i have 'mild peripheral vasculopathy' in my left foot?? "
+                                  "she said it's early and to keep my sugars down")
+    names = [d.attributes["name"] for d in drafts if d.category == "condition"]
+    assert names == ["peripheral vasculopathy"]
+    assert patient_affirmed(drafts, "condition")
+
+
+@pytest.mark.parametrize("text,name,status", [
+    ("Reflux's gone completely. So I dropped the Nexium in June.", "gerd", "resolved"),
+    ("My asthma's been acting up with the smoke.", "asthma", "worse"),
+])
+def test_a_contracted_is_on_a_condition_keeps_the_condition(extractor, text: str, name: str, status: str) -> None:
+    cond = [d for d in patient_affirmed(run(extractor, "Hi", text), "condition") if d.attributes["name"] == name]
+    assert cond and cond[0].attributes["stated_status"] == status
+
+
+def test_wildfire_smoke_is_not_smoking_but_i_smoke_is(extractor) -> None:
+    assert not [d for d in run(extractor, "Hi", "My asthma's been acting up with the smoke.") if d.attributes.get("name") == "tobacco use"]
+    assert [d for d in patient_affirmed(run(extractor, "Hi", "I smoke when I'm stressed."), "condition")
+            if d.attributes["name"] == "tobacco use"]

@@ -241,7 +241,11 @@ class Lexicon:
     def _lookup_variants(self, word: str, overlay: dict[str, tuple[Entry, ...]] | None) -> tuple[Entry, ...] | None:
         """Possessive and plural forms: "hector's" is not a drug, "norcos" is."""
         if word.endswith("'s"):
-            return None
+            # "heartburn's gone", "my asthma's acting up": the clitic is "is"/"has" on a symptom or condition; a
+            # possessive on a drug-like word ("hector's") is a person, never a drug
+            found = self._lookup(word[:-2], overlay)
+            kept = tuple(e for e in found or () if e.kind in ("symptom", "condition"))
+            return kept or None
         if len(word) > 4 and word.endswith("s") and word not in STOPWORDS:
             return self._lookup(word[:-1], overlay)
         return None

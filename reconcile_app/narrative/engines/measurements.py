@@ -188,7 +188,8 @@ def find_measurements(low: str) -> list[Measurement]:
         if free(m.start(2), m.end(2)):
             claim(Measurement("lab:" + _LAB_NAMES.get(m.group(1), m.group(1)), float(m.group(2)), m.start(), m.end(), setting=setting))
     if not any(f.kind == "tobacco_use" for f in found):
-        m = _SMOKING.search(low)
+        m = next((x for x in _SMOKING.finditer(low) if not (
+            x.group(1) in ("smoke", "dip") and re.search(r"\b(the|of|from|fire|wildfire|chip|chips|and|salsa|sauce|in|some)\s+$", low[max(0, x.start() - 12) : x.start()]))), None)
         if m and free(m.start(), m.end()):
             quit_ = re.search(r"\b(quit|stopped|gave up|don'?t|never|no longer|not)\b", low[max(0, m.start() - 25) : m.end() + 5])
             claim(Measurement("tobacco_use", None, m.start(), m.end(), qualifier="former" if quit_ else "current"))

@@ -114,7 +114,7 @@ _EXPOSURE_CLASSES = frozenset({"antibiotic", "analgesic", "anticonvulsant", "cor
                                "antihypertensive", "antigout", "antidiabetic", "cold medicine"})
 _ANTIHISTAMINE = frozenset({"diphenhydramine", "epinephrine", "cetirizine", "loratadine", "fexofenadine", "hydroxyzine"})
 _STATUS_WORDS = [
-    (re.compile(r"\b(is gone|are gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|anymore|fading|disappeared|in remission|cured|reversed|outgrew|outgrown)\b"), "resolved"),
+    (re.compile(r"(?:\b|(?<='))(is gone|are gone|'s gone|s gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|anymore|fading|disappeared|in remission|cured|reversed|outgrew|outgrown)\b"), "resolved"),
     (re.compile(r"\b(worse|worsening|getting worse|more often|bad again|flared|flare|flaring|acting up)\b"), "worse"),
     (re.compile(r"\b(better|improving|improved|less|easing|calmed down)\b"), "better"),
     (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|tested positive)\b"), "diagnosed"),
@@ -137,10 +137,10 @@ _BODY_PAIN = re.compile(
 _DIAGNOSED = re.compile(
     r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
     r"says i (?:have|had)|tested positive for|turns out i (?:have|had)|said it(?:'s| is| was)|says it(?:'s| is)|"
-    r"told me it(?:'s| is| was)|turned out to be|came back positive for|confirmed (?:it was|i have))\s+(?:a |an |some |mild |early |the )?"
-    r"([a-z][a-z'\- ]{2,40}?)(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
+    r"told me it(?:'s| is| was)|turned out to be|came back positive for|confirmed (?:it was|i have))\s+['\"\u2018\u201c]?(?:a |an |some |mild |early |the )?"
+    r"([a-z][a-z'\- ]{2,40}?)['\"\u2019\u201d]?(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
 _STOP_CONDITION = frozenset("it that this something nothing anything everything to be a an the my no not any fine ok okay "
-                            "normal good nothing probably just only too all".split())
+                            "normal good nothing probably just only too all and or but so then because if when".split())
 _PRESCRIBED = re.compile(
     r"\b(started me on|put me on|prescribed(?: me)?|switched me to|gave me a prescription for|called in|i'm now on|im now on|"
     r"now i'm on|now im on|started taking|began taking)\s+(?:a |an |some |the |this |new )?([a-z][a-z\-]{3,20})(?:\s+(\d+\s*mg))?\b")
@@ -683,6 +683,7 @@ class RulesExtractor(Extractor):
                 care.event_time = mention.event_time
                 out.append(care)
             if meas.kind == "tobacco_use" and meas.qualifier != "former" and mention.assertion == Assertion.AFFIRMED \
+                    and state.low[meas.start:meas.end] not in ("dip", "tobacco", "nicotine") \
                     and not any(x.category == MemoryCategory.CONDITION and x.name == "tobacco use" for x in out):
                 # current smoking is also a condition (tobacco use, a smoker finding): a record that says
                 # "ex-smoker" or "never smoked" is contradicted by it
