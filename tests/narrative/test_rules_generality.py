@@ -211,3 +211,24 @@ def test_wildfire_smoke_is_not_smoking_but_i_smoke_is(extractor) -> None:
     assert not [d for d in run(extractor, "Hi", "My asthma's been acting up with the smoke.") if d.attributes.get("name") == "tobacco use"]
     assert [d for d in patient_affirmed(run(extractor, "Hi", "I smoke when I'm stressed."), "condition")
             if d.attributes["name"] == "tobacco use"]
+
+
+def test_someone_elses_pills_handed_to_the_patient_are_the_patients(extractor) -> None:
+    drafts = run(extractor, "Hi", "My cousin Dee had a bottle of leftover pain pills, so she gave me a few and I've been taking one at night.")
+    meds = patient_affirmed(drafts, "medication")
+    assert meds and meds[0].attributes["source"] == "someone_else" and meds[0].attributes["owner"]
+
+
+def test_another_persons_own_medication_stays_theirs(extractor) -> None:
+    drafts = run(extractor, "Hi", "My sister takes Xanax and she says it helps her sleep.")
+    assert not patient_affirmed(drafts, "medication")
+
+
+def test_a_symptom_that_is_the_reason_for_a_drug_is_not_a_reaction_and_the_episode_spans_turns(extractor) -> None:
+    drafts = run(extractor, "How was your week?",
+                 "My neighbor Jan gave me a few of her water pills and I've been taking one when my ankles swell.",
+                 "Do you know which ones?",
+                 "Lasix I think? I took one Monday and one yesterday. My tongue felt itchy and kind of swollen this morning.")
+    allergies = patient_affirmed(drafts, "allergy")
+    assert [a.anchor_turn_id for a in allergies] == ["t4"]
+    assert allergies[0].attributes["substance"] == "furosemide" and "t2" in allergies[0].turn_ids

@@ -108,6 +108,10 @@ _EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|takin
 _NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction|was fine|were fine|been fine|no problems?|no issues?|didn'?t bother me|"
                           r"tolerated (?:it|them)|handled it fine|no side effects|no allergic reaction|without (?:a |any )?(?:problem|reaction|issue))\b")
 _RELAPSE = re.compile(r"\b(again|back to|back on|picked (?:it |them |those )?(?:back )?up|started back|relapsed|slipped)\b")
+# "taking one when my ankles swell", "for the itching": the symptom is why the drug is taken, not a reaction to it
+_INDICATION_BEFORE = re.compile(r"\b(?:when|whenever|for|because of|if)\s+(?:\w+\s+){0,3}$")
+_HANDED_TO_ME = re.compile(r"\b(?:gave|giving|handed|lent|loaned|passed)\s+me\b|\bi(?:'ve| have|ve)?\s+(?:been\s+)?"
+                           r"(?:taking|took|take|tried|using|used|popping|popped)\s+(?:one|some|them|a few|a couple|those|half)\b")
 _SKIN_ERUPTION = re.compile(r"\b(?:broke|break|breaking|broken) out in (?:\w+ ){0,3}(?:welts|bumps|hives|rash|spots|blotches)\b|\bwelts\b")
 # Drug classes that are a course someone is given (a reaction right after points at them); not devices or rescue drugs.
 _EXPOSURE_CLASSES = frozenset({"antibiotic", "analgesic", "anticonvulsant", "corticosteroid", "statin", "antidepressant",
@@ -731,6 +735,21 @@ class RulesExtractor(Extractor):
             attrs["frequency"] = freq.group(1)
             if attrs["action"] == "took_once":
                 attrs["action"] = "taking"
+        if mention.subject == Subject.OTHER and _HANDED_TO_ME.search(sent.low, hit.end):
+            # "she had some extra pills so she gave me a few and I've been taking one": the other person owned
+            # them, the patient takes them
+            attrs["owner"] = mention.relation or "other person"
+            attrs["source"] = "someone_else"
+            mention.subject, mention.relation = Subject.PATIENT, ""
+            if attrs["action"] == "taking" and re.search(r"\b(?:gave|giving|handed|lent)\s+me\b", sent.low[hit.end:]):
+                attrs["action"] = "started"
+            mention.attributes = attrs
+            mention.name = attrs["drug"] or attrs["drug_class"]
+            if entry.display:
+                attrs["display"] = entry.display
+                if entry.code:
+                    attrs["rxnorm_hint"] = entry.code
+            return True
         source = _source(sent.low, attrs["drug"], res, mention.turn)
         if not source and attrs["action"] in ("started", "changed_dose") and _OUTSIDE.search(state.context_text):
             source = "outside_clinician"  # "she added a pill" after "I saw a specialist"
@@ -1455,7 +1474,8 @@ def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_befor
 def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> None:
     """Reaction after an exposure -> an allergy memory; exposure with no reaction -> a tolerance memory."""
     reactions = [m for m in state.mentions if m.category == MemoryCategory.SYMPTOM and m.name in _REACTION
-                 and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+                 and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED
+                 and not _INDICATION_BEFORE.search(state.low[max(0, m.start - 30) : m.start])]
     lips = bool(re.search(r"\b(lips?|tongue|face|throat|eyes?|eyelids?)\b[^.!?]{0,30}\b(puff\w*|swell|swelled|swollen|swelling|"
                           r"blew up|tingl\w*|tight|itchy)\b", state.low))
     # "broke out in welts/bumps" after a new drug: a skin reaction even when no symptom term matched
@@ -1519,6 +1539,17 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
                         m.attributes.get("drug") in _ANTIHISTAMINE or m.attributes.get("drug") == substance):
                     if later.turn.id not in allergy.turn_ids:
                         allergy.turn_ids.append(later.turn.id)
+        # the exposure began earlier in the session ("she gave me some of her water pills" ... "Lasix I think?"):
+        # the turns where the patient took the same drug or class belong to the episode
+        drug_class = exposure.attributes.get("drug_class", "")
+        for earlier in _patient_neighbours(states, i, 3, 0):
+            if earlier is state or earlier.turn.id in allergy.turn_ids:
+                continue
+            if any(m.category == MemoryCategory.MEDICATION and m.subject == Subject.PATIENT
+                   and m.assertion == Assertion.AFFIRMED and (m.attributes.get("drug") == substance or
+                                                              (drug_class and m.attributes.get("drug_class") == drug_class))
+                   for m in earlier.mentions):
+                allergy.turn_ids.append(earlier.turn.id)
         state.mentions.append(allergy)
         if exp_state is not state and state.turn.id not in exposure.turn_ids and exposure in exp_state.mentions:
             exposure.turn_ids.append(state.turn.id)
