@@ -45,6 +45,7 @@ class DrugClass:
     high_risk: bool
     source: str
     procedures: tuple[str, ...] = ()  # record procedures that make the drug critical (a stent for an antiplatelet)
+    cross_reactive: bool = False  # an allergy to one member is an allergy warning for the others (sourced per row)
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,8 @@ def load_knowledge() -> Knowledge:
     classes = {
         r["id"]: DrugClass(r["id"], r["label"], _t(r["lay"]), _t(r["parents"]), _t(r["indications"]),
                            (r["stop"][0], bool(r["stop"][1])), (r["change"][0], bool(r["change"][1])),
-                           (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"], _t(r.get("procedures")))
+                           (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"], _t(r.get("procedures")),
+                           bool(r.get("cross_reactive", False)))
         for r in _load("drug_classes.json")
     }
     drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]

@@ -252,6 +252,7 @@ class RecordIndex:
     def __init__(self, record: ClinicalRecord, kb: Knowledge | None = None) -> None:
         self.record = record
         self.kb = kb = kb or load_knowledge()
+        self._cross_reactive = {c.id for c in kb.classes.values() if c.cross_reactive}
         self.meds: list[MedEntry] = []
         self.conditions: list[CondEntry] = []
         self.allergies: list[AllergyEntry] = []
@@ -413,7 +414,9 @@ class RecordIndex:
         for ae in self.allergies:
             if ae.no_known:
                 continue
-            if ae.allergens & allergen_ids or ae.drug_names & names or (ae.classes & classes - {"antibiotic", "supplement"}):
+            # a class links an allergy to another drug only where the class is cross-reactive (penicillins, NSAIDs, ACE
+            # inhibitors...): warfarin and an ACE inhibitor are both teratogens, which says nothing about an allergy
+            if ae.allergens & allergen_ids or ae.drug_names & names or (ae.classes & classes & self._cross_reactive):
                 out.append(ae)
         return out
 
