@@ -232,3 +232,21 @@ def test_a_symptom_that_is_the_reason_for_a_drug_is_not_a_reaction_and_the_episo
     allergies = patient_affirmed(drafts, "allergy")
     assert [a.anchor_turn_id for a in allergies] == ["t4"]
     assert allergies[0].attributes["substance"] == "furosemide" and "t2" in allergies[0].turn_ids
+
+
+@pytest.mark.parametrize("text,action", [("I'll be honest, I stopped the metformin a month ago.", "stopped"),
+                                         ("I will confess I skipped my Eliquis twice.", "skipped")])
+def test_a_discourse_frame_with_will_is_not_a_future(extractor, text: str, action: str) -> None:
+    meds = patient_affirmed(run(extractor, "Hi", text), "medication")
+    assert meds and meds[0].attributes["action"] == action
+
+
+def test_will_be_starting_is_still_a_plan(extractor) -> None:
+    assert not patient_affirmed(run(extractor, "Hi", "I will be starting insulin next month."), "medication")
+
+
+@pytest.mark.parametrize("text,direction", [("I've been taking two of my water pills instead of one since Friday.", "more"),
+                                            ("lately i just do half a tablet of the metoprolol instead of a whole one", "less")])
+def test_instead_of_is_a_self_made_dose_change(extractor, text: str, direction: str) -> None:
+    meds = patient_affirmed(run(extractor, "Hi", text), "medication")
+    assert meds and meds[0].attributes["action"] == "changed_dose" and meds[0].attributes["dose_change"] == direction

@@ -205,8 +205,11 @@ def _blocked(words: list[str], i: int, size: int, key: tuple[str, ...]) -> bool:
     nxt = words[i + size] if i + size < len(words) else ""
     if key == ("could",) and nxt in {"barely", "hardly", "not", "feel", "tell", "see"}:
         return True
-    if key in {("will",), ("i'll",), ("would",)} and nxt in {"say", "admit", "tell", "guess", "think", "love", "like"}:
+    if key in {("will",), ("i'll",), ("would",)} and nxt in {"say", "admit", "tell", "guess", "think", "love", "like", "confess"}:
         return True
+    if key in {("will",), ("i'll",)} and nxt == "be" and i + size + 1 < len(words) and \
+            words[i + size + 1] in {"honest", "frank", "real", "straight", "truthful", "upfront"}:
+        return True  # "I will be honest with you, I stopped it": a discourse frame, not a future event
     if key == ("no",) and nxt in {"matter", "way", "idea", "one", "joke", "clue", "thanks"}:
         return True
     if key == ("if",) and (nxt in {"that's", "thats", "you", "anything"} or

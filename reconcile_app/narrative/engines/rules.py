@@ -988,10 +988,21 @@ def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.Con
             if re.search(r"\b(today|yesterday|last night|this morning|dose|once|couple of times|few times)\b", sentence):
                 return "skipped", ""
             return "stopped", ""
+    instead = _INSTEAD_OF.search(sentence)
+    if instead and instead.group(1) in _AMOUNT and instead.group(2) in _AMOUNT and \
+            _AMOUNT[instead.group(1)] != _AMOUNT[instead.group(2)]:
+        # "taking two every morning instead of one", "half a pill instead of a whole one": a self-made dose change
+        return "changed_dose", "more" if _AMOUNT[instead.group(1)] > _AMOUNT[instead.group(2)] else "less"
     found = _nearest_action(clause, hit.term)
     if found is None and clause != sentence:
         found = _nearest_action(sentence, hit.term)
     return found if found is not None else (None, "")
+
+
+_AMOUNT = {"half": 0.5, "one": 1, "1": 1, "a": 1, "two": 2, "2": 2, "three": 3, "3": 3, "four": 4, "4": 4, "double": 2,
+           "whole": 1, "single": 1}
+_INSTEAD_OF = re.compile(r"\b(half|one|two|three|four|double|single|[1-4])\b[^.!?]{0,45}?\binstead of\s+(?:the\s+|my\s+|just\s+)?"
+                         r"(half|one|two|three|four|whole|single|a|[1-4])\b")
 
 
 def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
