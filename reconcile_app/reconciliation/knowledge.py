@@ -134,8 +134,13 @@ class RedFlag:
             return False
         for pattern in self.patterns:
             for hit in pattern.finditer(text):
-                if not _NEGATED_BEFORE.search(text[max(0, hit.start() - 40):hit.start()]):
-                    return True
+                if _NEGATED_BEFORE.search(text[max(0, hit.start() - 40):hit.start()]):
+                    continue
+                if _OTHER_SUBJECT_BEFORE.search(text[max(0, hit.start() - 30):hit.start()]):
+                    continue  # "my husband fell", "she passed out": someone else's event
+                if _DENIED_AFTER.search(text[hit.end():hit.end() + 80]):
+                    continue  # "those dizzy spells? no, not since the surgery"
+                return True
         return False
 
 
@@ -244,6 +249,11 @@ def _t(values: Any) -> tuple[str, ...]:
 
 
 # a negation cue within the last few words before a red-flag hit, in the same clause
+_OTHER_SUBJECT_BEFORE = re.compile(
+    r"\b(?:he|she|they|he's|she's|they've|my (?:son|daughter|husband|wife|partner|mom|mother|dad|father|friend|grandson|granddaughter"
+    r"|sister|brother|kids?|baby|neighbou?r|dog|cat)|the (?:kids?|baby|dog))\s+(?:(?:almost|nearly|just|also|kind of|kinda)\s+)?$"
+)
+_DENIED_AFTER = re.compile(r"^[^?]{0,60}?\b(?:no|nope)\b[\s,.!-]+not (?:since|anymore|any more|in (?:years|months|ages))\b|^\W*(?:not anymore|not since)\b")
 _NEGATED_BEFORE = re.compile(
     r"\b(?:no|not|never|without|denies|deny|didn'?t|don'?t|haven'?t|hasn'?t|isn'?t|wasn'?t|nothing|zero|free of)\b"
     r"(?:\s+[\w']+){0,3}\s*$"

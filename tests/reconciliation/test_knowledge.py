@@ -73,8 +73,23 @@ def test_range_rule_rejects_code() -> None:
         ("got a rash from poison ivy", "rash", False),
         ("black tarry stools", "gi-bleed", True),
         ("my heart was racing after the run", "palpitations", False),
+        ("we hold the meeting in the fellowship hall", "fall", False),
+        ("my husband fell off the ladder", "fall", False),
+        ("he passed out at the bbq", "syncope", False),
+        ("i passed out at the bbq", "syncope", True),
+        ("the kids dozed off and i carried them inside", "drowsy-driving", False),
+        ("i nodded off at the wheel on the highway", "drowsy-driving", True),
+        ("the nurse asked about lightheaded spells and i said no, not since the new pills", "orthostatic-dizziness", False),
     ],
 )
 def test_red_flag_patterns(text: str, flag: str, fires: bool) -> None:
     [row] = [f for f in load_knowledge().red_flags if f.id == flag]
     assert row.matches(text) is fires
+
+
+def test_allergy_class_links_only_cross_reactive_classes() -> None:
+    kb = load_knowledge()
+    cross = {c.id for c in kb.classes.values() if c.cross_reactive}
+    assert {"penicillin_class", "nsaid", "ace_inhibitor"} <= cross
+    # shared properties (teratogenic, high-risk) are not shared allergies
+    assert not {"teratogen", "anticoagulant", "antihypertensive", "supplement"} & cross

@@ -177,7 +177,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.1.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.2.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -671,6 +671,10 @@ class RulesReconciler(Reconciler):
 
     def _red_flag_verdict(self, m: MemoryDraft, ctx: Context, text: str, *, only_classes: set[str] | None = None) -> Verdict | None:
         flags = [f for f in self.kb.red_flags if f.matches(text)]
+        turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
+        if turns:
+            # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
+            flags = [f for f in flags if f.matches(turns) or not any(p.search(turns) for p in f.patterns)]
         if only_classes is not None:
             # inside a medication memory only the flags about that drug's own use count (rescue inhaler overuse)
             flags = [f for f in flags if set(f.classes) & only_classes and f.careplan]
