@@ -250,3 +250,17 @@ def test_will_be_starting_is_still_a_plan(extractor) -> None:
 def test_instead_of_is_a_self_made_dose_change(extractor, text: str, direction: str) -> None:
     meds = patient_affirmed(run(extractor, "Hi", text), "medication")
     assert meds and meds[0].attributes["action"] == "changed_dose" and meds[0].attributes["dose_change"] == direction
+
+
+def test_doubling_up_is_a_dose_change(extractor) -> None:
+    meds = patient_affirmed(run(extractor, "Hi", "I've been doubling up on my Lasix when my legs puff up."), "medication")
+    assert meds and meds[0].attributes["action"] == "changed_dose"
+
+
+def test_a_sentence_without_its_own_experiencer_after_someone_elses_health_is_theirs(extractor) -> None:
+    drafts = run(extractor, "Hi", "Took Dad to his checkup. BP was 170/95 so they added amlodipine.")
+    assert not [d for d in drafts if d.subject == "patient" and d.category in ("measurement", "medication")]
+
+
+def test_a_visit_that_is_not_about_health_does_not_take_the_patients_reading(extractor) -> None:
+    assert patient_affirmed(run(extractor, "Hi", "My sister visited this weekend. Sugar was 140 this morning."), "measurement")

@@ -62,7 +62,7 @@ _ACTION_PATTERNS: list[tuple[str, str, str]] = [
     # (regex over the lowered clause, action, dose_change)
     (r"\b(?:cut(?:ting)?|split(?:ting)?|break(?:ing)?|snap(?:ping)?)\b[^.!?]{0,40}\b(?:in half|in two|in halves)\b", "changed_dose", "half"),
     (r"\bhalf (?:a|of (?:my|the|a))\b|\bhalf(?:-| )(?:dose|pill|tablet|tab)s?\b|\bonly half\b|\bhalves\b", "changed_dose", "half"),
-    (r"\b(?:doubled|double(?:d|ing)? (?:up|the|my)|two instead of one|2 instead of 1|twice as much)\b", "changed_dose", "double"),
+    (r"\b(?:doubled|doubl(?:e|ed|ing) (?:up|the|my)|two instead of one|2 instead of 1|twice as much)\b", "changed_dose", "double"),
     (r"\b(?:upped|increased|raised|bumped up|went up on|more of)\b", "changed_dose", "more"),
     (r"\b(?:lowered|decreased|reduced|cut back|cutting back|went down on|less of|weaned)\b", "changed_dose", "less"),
     (r"\b(?:back on|restarted|started (?:it |them |taking it )?(?:back|again)|went back (?:to|on)|resumed|taking (?:it|them|the [a-z ]+) again|back to (?:my|taking))\b", "resumed", ""),
@@ -348,6 +348,7 @@ class RulesExtractor(Extractor):
             return state
         clinician_context = _clinician_context(previous)
         prev_other = ""
+        prev_other_health = False
         carry = _asked_about_other(previous)
         if not carry and previous and previous[-1].turn.speaker == "patient":
             carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
@@ -384,6 +385,11 @@ class RulesExtractor(Extractor):
                 # a verbless fragment right after a sentence about someone else ("Grandma's on hospice. Morphine
                 # every few hours.") continues it; fragments with a verb are usually the patient's own
                 people = [ctx.Person(-1, "other", prev_other)]
+            elif prev_other and prev_other_health and not any(p.kind == "self" for p in people) and \
+                    not any(p.kind in ("other", "owner") and p.relation not in ("", "other person", prev_other) for p in people):
+                # "Took Dad to his checkup. BP was 170/95 so they added amlodipine.": right after a sentence about
+                # someone else's health, a sentence with no experiencer of its own goes on about them
+                people = [ctx.Person(-1, "other", prev_other)] + people
             fam = _FAMILY_HISTORY.search(sent.low)
             if fam:
                 # "X runs in my family", "family history of X": relatives' conditions unless the patient claims it
@@ -397,7 +403,9 @@ class RulesExtractor(Extractor):
             others = [p for p in people if p.kind in ("other", "owner")]
             prev_other = "" if any(p.kind == "self" for p in people) else (others[-1].relation if others else "")
             sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
-            state.mentions.extend(self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex))
+            found = self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex)
+            prev_other_health = bool(prev_other) and any(m.subject == Subject.OTHER for m in found)
+            state.mentions.extend(found)
         state.carry_out = carry
         self._coaching_mentions(state)
         return state
