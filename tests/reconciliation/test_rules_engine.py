@@ -376,3 +376,31 @@ def test_a_stopped_drug_needs_current_use_to_contradict(record: ClinicalRecord) 
 def test_a_good_day_is_not_a_resolved_diagnosis(record: ClinicalRecord) -> None:
     assert not judge(record, "condition", "my knee arthritis is gone this week, feels great", attributes={"name": "osteoarthritis"}).is_discrepancy
     assert judge(record, "condition", "the cardiologist said my afib is gone", attributes={"name": "atrial fibrillation"}).kind == "contradiction"
+
+
+def _judge_turn(record: ClinicalRecord, *memories: Any) -> list[FindingDraft]:
+    return [citation_gate(f, record) for f in ENGINE.reconcile(list(memories), record)]
+
+
+def test_a_stop_told_by_reference_later_in_the_turn_is_a_stop(record: ClinicalRecord) -> None:
+    med = memory("medication", "I only brought one week of my Coumadin on the cruise.", attributes={"drug": "Coumadin"})
+    rest = memory("lifestyle", "The bottle ran out Friday and I haven't taken any for four days.")
+    finding = _judge_turn(record, med, rest)[0]
+    assert (finding.kind, finding.severity, finding.safety_critical) == ("contradiction", "high", True)
+    assert "medrx-warfarin" in cited(finding)
+
+
+def test_a_stop_said_about_another_named_drug_stays_with_that_drug(record: ClinicalRecord) -> None:
+    med = memory("medication", "I take my Coumadin every evening with dinner.", attributes={"drug": "Coumadin"})
+    rest = memory("lifestyle", "The fish oil ran out last month and I haven't bought any.")
+    finding = _judge_turn(record, med, rest)[0]
+    assert finding.kind == "agreement"
+
+
+def test_a_reaction_to_a_listed_allergen_with_mouth_signs_is_safety_critical(record: ClinicalRecord) -> None:
+    exposure = memory("medication", "Urgent care gave me amoxicillin for my ear on Monday.", attributes={"drug": "amoxicillin", "action": "started"})
+    reaction = memory("allergy", "Last night my tongue got kind of thick and tingly.",
+                      attributes={"substance": "amoxicillin", "reaction": "tongue swelling", "stated_status": "new"})
+    findings = _judge_turn(record, exposure, reaction)
+    assert findings[1].kind == "contradiction" and findings[1].safety_critical and findings[1].severity == "high"
+    assert any(c.resource_type == "AllergyIntolerance" for c in findings[1].citations)

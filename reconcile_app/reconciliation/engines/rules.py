@@ -40,6 +40,11 @@ _STOP = re.compile(
     r"off (?:of )?(?:my|the|it|them)|came off|went off|discontinu\w*|dropped|ditched|done with|walked away|"
     r"don'?t (?:take|use) (?:it|them|that)? ?any ?more|not on (?:it|that|them) anymore|threw (?:it|them) out)\b"
 )
+# a stop said about the drug by reference in a later sentence: "so I quit it", "I ran out and haven't had any for a week"
+_STOP_REFERRING = re.compile(
+    r"\b(?:quit|stopped|stop|off) (?:it|them|that|those|taking it|taking them)\b|\bran out\b|\brun out\b|"
+    r"\bhaven'?t (?:had|taken|used) (?:any|it|them|one)\b|\bnone (?:left|since|for)\b|\bwithout (?:it|them|any) for\b"
+)
 _SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day instead|only some days)\b")
 _SKIP_HABIT = re.compile(r"\b(?:skipp(?:ing|ed) (?:it|them|doses|a few|most|some|days|a lot)|(?:missing|missed) (?:a lot of|most|several|a few|lots of) (?:doses|days|pills))\b")
 _HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
@@ -177,7 +182,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.2.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.3.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -338,8 +343,14 @@ class RulesReconciler(Reconciler):
         if ctx is not None and action in ("", "taking"):
             # a stop said about "it" in the next sentence of the same turn ("its the water pill. so i quit it.")
             rest = regex_text(ctx.around(m))
-            if not _STOP.search(quote) and _STOP.search(rest) and re.search(r"\b(?:quit|stopped|stop|off) (?:it|them|that|those|taking it|taking them)\b", rest):
-                return "stopped"
+            if not _STOP.search(quote) and _STOP.search(rest) and _STOP_REFERRING.search(rest):
+                # the stop must not be about another drug named in the same sentence
+                names = {d.name for d in drugs_in_text(m.quote, self.kb, fuzzy=False).drugs}
+                for sentence in re.split(r"(?<=[.!?])\s+", rest):
+                    if _STOP_REFERRING.search(sentence):
+                        other = {d.name for d in drugs_in_text(sentence, self.kb, fuzzy=False).drugs}
+                        if not other or other & names:
+                            return "stopped"
         if m.assertion == Assertion.NEGATED and action in ("", "taking", "took_once"):
             action = "stopped"
         if action in ("changed_dose", "") or change:
@@ -594,7 +605,7 @@ class RulesReconciler(Reconciler):
         active = [ae.entry for ae in hits if ae.entry.state == State.ACTIVE]
         if not active:
             return None
-        quote = regex_text(m.quote)
+        quote = regex_text(m.quote + " " + _attr(m, "reaction"))
         anaphylaxis = any(f.id == "anaphylaxis" and f.matches(quote) for f in self.kb.red_flags)
         reaction = _attr(m, "reaction") or any(f.id in ("rash", "anaphylaxis") and f.matches(quote) for f in self.kb.red_flags)
         if reaction and not _TOLERATED.search(quote):
@@ -637,7 +648,9 @@ class RulesReconciler(Reconciler):
         if not (allergen_ids or mention.drugs):
             return self._condition(m, ctx)
         if active:
-            if mention.drugs and _EXPOSURE.search(quote):
+            # the exposure may be told in the turn around the reaction ("took one Sunday... my lips felt puffy")
+            exposed = _EXPOSURE.search(quote) or ((stated == "new" or reaction) and _EXPOSURE.search(regex_text(ctx.around(m))))
+            if mention.drugs and exposed:
                 v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", Severity.MEDIUM, False,
                             f"Record lists {_short(active[0])} as an active allergy; patient reports being given it again.")
                 self._anaphylaxis(v, quote, ctx)
