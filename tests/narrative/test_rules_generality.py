@@ -264,3 +264,13 @@ def test_a_sentence_without_its_own_experiencer_after_someone_elses_health_is_th
 
 def test_a_visit_that_is_not_about_health_does_not_take_the_patients_reading(extractor) -> None:
     assert patient_affirmed(run(extractor, "Hi", "My sister visited this weekend. Sugar was 140 this morning."), "measurement")
+
+
+@pytest.mark.parametrize("text", ["Bob from work got diagnosed with diabetes, he's on metformin.",
+                                  "Sara finally had her surgery, she's doing well."])
+def test_initial_names_with_a_place_or_an_adverb_are_other_people(extractor, text: str) -> None:
+    assert not [d for d in run(extractor, "Hi", text) if d.subject == "patient" and d.category in ("condition", "medication", "procedure")]
+
+
+def test_an_initial_capital_without_a_later_pronoun_stays_the_patients_sentence(extractor) -> None:
+    assert patient_affirmed(run(extractor, "Hi", "Work from home was fine, my sugar was 130 though."), "measurement")

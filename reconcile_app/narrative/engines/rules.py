@@ -231,6 +231,7 @@ _NAME_NEXT_INITIAL = frozenset("is has takes gets says wants needs goes keeps us
 _FAMILY_HISTORY = re.compile(r"\b(?:runs?|ran|running) (?:\w+ ){0,4}?(?:in|on|through) (?:\w+ ){0,4}?famil(?:y|ies)\b|"
                              r"\bfamily history\b|\bin (?:my|our|the) (?:genes|blood|family tree)\b|\bhereditary\b")
 _OWN_CLAIM = re.compile(r"\b(?:i have|i've got|ive got|i got|i was diagnosed|i'm diabetic|me too|so do i|i do too|i also have|now i have)\b")
+_ADVERBS = frozenset("finally just also recently never already actually apparently".split())
 _PLACE_PREPS = frozenset("from at next down across over in".split())
 _NAME_S_VERBS = frozenset("takes has gets says wants needs keeps uses swears injects".split())
 _NAME_NEXT_PAST = frozenset("had got took went was ended landed collapsed fell broke".split())
@@ -957,7 +958,11 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         elif i == 0 and nxt in _PLACE_PREPS and any(words[k] in _NAME_S_VERBS and words[k + 1 : k + 2] != ["been"] for k in range(i + 2, min(i + 7, len(words)))) and not word.endswith("ly"):
             # "Ellen from church takes Ozempic", "Raj next door has gout": a name qualified by where the person is from
             out.add(i)
-        elif i == 0 and nxt in _NAME_NEXT_PAST and not word.endswith("ly") and third_person_later:
+        elif i == 0 and nxt in _PLACE_PREPS and third_person_later and not word.endswith("ly") and \
+                any(w in _NAME_NEXT_PAST or w in ("got", "was", "is") for w in words[i + 2 : i + 6]):
+            out.add(i)  # "Bob from work got diagnosed with diabetes, he's on metformin"
+        elif i == 0 and not word.endswith("ly") and third_person_later and (
+                nxt in _NAME_NEXT_PAST or (nxt in _ADVERBS and i + 2 < len(words) and words[i + 2] in _NAME_NEXT_PAST)):
             # "Marco had a seizure at school, his mom...": a sentence-initial capital with a past-tense verb is a
             # name when the sentence goes on about "he"/"she"; without that it is chat dropping "I" ("Finally had...")
             out.add(i)
