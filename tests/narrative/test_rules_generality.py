@@ -274,3 +274,18 @@ def test_initial_names_with_a_place_or_an_adverb_are_other_people(extractor, tex
 
 def test_an_initial_capital_without_a_later_pronoun_stays_the_patients_sentence(extractor) -> None:
     assert patient_affirmed(run(extractor, "Hi", "Work from home was fine, my sugar was 130 though."), "measurement")
+
+
+def test_first_person_inside_another_persons_quoted_words_is_them(extractor) -> None:
+    drafts = run(extractor, "Hi", 'My sister said "I have been on Lexapro for years and it is great".')
+    assert not patient_affirmed(drafts, "medication")
+
+
+@pytest.mark.parametrize("text", ["We started the new inhaler for Timmy last week.",
+                                  "The baby has an ear infection, she's on amoxicillin."])
+def test_children_and_named_beneficiaries_are_other_people(extractor, text: str) -> None:
+    assert not [d for d in run(extractor, "Hi", text) if d.subject == "patient" and d.category in ("condition", "medication")]
+
+
+def test_baby_aspirin_is_still_the_patients_drug(extractor) -> None:
+    assert patient_affirmed(run(extractor, "Hi", "I take a baby aspirin every day."), "medication")

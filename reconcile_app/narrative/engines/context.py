@@ -119,6 +119,8 @@ RELATIONS = frozenset(
     nana granny gramps grandad granddad auntie mr mrs
     twin youngest oldest pastor sponsor landlord teacher stepfather stepmother stepsister stepbrother hubs wifey ma pa
     gf bf bro sis mil fil patient patients fianc
+    baby babies toddler infant newborn teen teenager teens goddaughter godson godmother godfather caregiver aide
+    housemate housemates flatmate missus pal stepkid stepkids
     """.split()
 )
 OTHER_PRONOUNS = frozenset("he she him his her hers hes shes he's she's himself herself".split())

@@ -391,6 +391,7 @@ class RulesExtractor(Extractor):
                 # "Took Dad to his checkup. BP was 170/95 so they added amlodipine.": right after a sentence about
                 # someone else's health, a sentence with no experiencer of its own goes on about them
                 people = [ctx.Person(-1, "other", prev_other)] + people
+            people = _quoted_speakers(sent, people)
             fam = _FAMILY_HISTORY.search(sent.low)
             if fam:
                 # "X runs in my family", "family history of X": relatives' conditions unless the patient claims it
@@ -955,6 +956,8 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         verbs = _NAME_NEXT_INITIAL if i == 0 else _NAME_NEXT
         if word.endswith("'s") or nxt in verbs or prev in ctx.RELATIONS:
             out.add(i)
+        elif i > 0 and prev == "for" and raw[0].isupper() and not raw.isupper():
+            out.add(i)  # "the new inhaler for Timmy": a named beneficiary (drug and place names are lexicon hits)
         elif i == 0 and nxt in _PLACE_PREPS and any(words[k] in _NAME_S_VERBS and words[k + 1 : k + 2] != ["been"] for k in range(i + 2, min(i + 7, len(words)))) and not word.endswith("ly"):
             # "Ellen from church takes Ozempic", "Raj next door has gout": a name qualified by where the person is from
             out.add(i)
@@ -976,6 +979,27 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
         if _PERSON_VERB.match(tail):
             out.add(i)
     return out
+
+
+_QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{3,})[\"\u201d]?")
+_SPEECH_BEFORE_QUOTE = re.compile(r"\b(?:said|says|told me|tells me|goes|went|was like|is like|texted|wrote|swears|keeps saying)\b[\s,:]*$")
+
+
+def _quoted_speakers(sent: Sentence, people: list) -> list:
+    """'My sister said "I have been on Lexapro for years"': first person inside another person's quoted words is them."""
+    if '"' not in sent.low and "\u201c" not in sent.low:
+        return people
+    for m in _QUOTE.finditer(sent.low):
+        if not _SPEECH_BEFORE_QUOTE.search(sent.low[: m.start()]):
+            continue
+        first = next((k for k, t in enumerate(sent.tokens) if t[1] >= m.start(1)), len(sent.tokens))
+        last = next((k for k, t in enumerate(sent.tokens) if t[1] >= m.end(1)), len(sent.tokens))
+        speaker = next((p for p in reversed(people) if p.index < first), None)
+        if speaker is None or speaker.kind not in ("other", "owner"):
+            continue
+        people = [ctx.Person(p.index, "other", speaker.relation) if p.kind == "self" and first <= p.index < last else p
+                  for p in people]
+    return people
 
 
 def _clause_around(sent: Sentence, start: int, end: int) -> str:
