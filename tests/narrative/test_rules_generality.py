@@ -289,3 +289,13 @@ def test_children_and_named_beneficiaries_are_other_people(extractor, text: str)
 
 def test_baby_aspirin_is_still_the_patients_drug(extractor) -> None:
     assert patient_affirmed(run(extractor, "Hi", "I take a baby aspirin every day."), "medication")
+
+
+def test_a_sentence_ending_on_the_person_asked_about_carries_into_the_next(extractor) -> None:
+    drafts = run(extractor, "How's your husband doing?", "I'm so worried about him. Sugar was 300 yesterday and he won't take the insulin.")
+    assert not [d for d in drafts if d.subject == "patient" and d.category in ("measurement", "medication")]
+
+
+def test_the_patient_turning_to_themself_keeps_their_reading(extractor) -> None:
+    drafts = run(extractor, "How's your wife?", "She's good. I'm doing ok too. Sugar was 140 this morning.")
+    assert patient_affirmed(drafts, "measurement")

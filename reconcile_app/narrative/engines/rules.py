@@ -350,9 +350,11 @@ class RulesExtractor(Extractor):
         clinician_context = _clinician_context(previous)
         prev_other = ""
         prev_other_health = False
+        prev_tail = ""
         carry = _asked_about_other(previous)
         if not carry and previous and previous[-1].turn.speaker == "patient":
             carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
+        asked_other = bool(carry)
         last_relation = ""
         state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
         measurements = find_measurements(low)
@@ -386,8 +388,8 @@ class RulesExtractor(Extractor):
                 # a verbless fragment right after a sentence about someone else ("Grandma's on hospice. Morphine
                 # every few hours.") continues it; fragments with a verb are usually the patient's own
                 people = [ctx.Person(-1, "other", prev_other)]
-            elif prev_other and prev_other_health and not any(p.kind == "self" for p in people) and \
-                    not any(p.kind in ("other", "owner") and p.relation not in ("", "other person", prev_other) for p in people):
+            elif prev_tail and (prev_other_health or asked_other) and not any(p.kind == "self" for p in people) and \
+                    not any(p.kind in ("other", "owner") and p.relation not in ("", "other person", prev_tail) for p in people):
                 # "Took Dad to his checkup. BP was 170/95 so they added amlodipine.": right after a sentence about
                 # someone else's health, a sentence with no experiencer of its own goes on about them
                 people = [ctx.Person(-1, "other", prev_other)] + people
@@ -407,6 +409,9 @@ class RulesExtractor(Extractor):
             sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
             found = self._sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex)
             prev_other_health = bool(prev_other) and any(m.subject == Subject.OTHER for m in found)
+            # the experiencer the sentence ends on ("I'm so worried about him."): the next sentence may go on about them
+            tail = [p for p in people if p.kind in ("self", "other", "owner")]
+            prev_tail = tail[-1].relation or "other person" if tail and tail[-1].kind != "self" else ""
             state.mentions.extend(found)
         state.carry_out = carry
         self._coaching_mentions(state)
