@@ -213,6 +213,7 @@ class Knowledge:
     procedures: list[ProcedureConcept]
     sites: list[Site]
     smoking: dict[str, Any]
+    protected_classes: list[dict[str, Any]] = field(default_factory=list)  # plan words that say a restriction guards a high-risk drug
     # indexes
     drug_terms: list[tuple[str, Drug]] = field(default_factory=list)  # normalized term -> drug, longest first
     class_terms: list[tuple[str, str]] = field(default_factory=list)  # normalized lay term -> class id
@@ -306,7 +307,7 @@ def load_knowledge() -> Knowledge:
         soft_cues=_t(careplan["soft_cues"]), excess=tuple(re.compile(p) for p in careplan["excess_patterns"]),
         diet_conflicts=list(careplan["diet_conflicts"]), lapse=tuple(re.compile(r"\b" + p) for p in careplan["lapse_patterns"]),
         lapse_exempt=frozenset(careplan["lapse_exempt_words"]), imperatives=_t(careplan["imperatives"]),
-        procedures=procedures, sites=sites, smoking=_load("smoking.json"),
+        procedures=procedures, sites=sites, smoking=_load("smoking.json"), protected_classes=list(careplan.get("protected_classes", [])),
     )
     terms: dict[str, Drug] = {}
     for drug in drugs:
@@ -337,6 +338,7 @@ def table_rows() -> dict[str, list[dict[str, Any]]]:
         "therapies": careplan["therapies"],
         "activity_groups": careplan["activity_groups"],
         "diet_conflicts": careplan["diet_conflicts"],
+        "protected_classes": careplan.get("protected_classes", []),
         "smoking": smoking["status_codes"],
         "alcohol": smoking["alcohol"]["status_words"],
     }

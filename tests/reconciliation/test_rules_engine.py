@@ -404,3 +404,37 @@ def test_a_reaction_to_a_listed_allergen_with_mouth_signs_is_safety_critical(rec
     findings = _judge_turn(record, exposure, reaction)
     assert findings[1].kind == "contradiction" and findings[1].safety_critical and findings[1].severity == "high"
     assert any(c.resource_type == "AllergyIntolerance" for c in findings[1].citations)
+
+
+def _plan_record(warfarin_status: str) -> ClinicalRecord:
+    from reconcile_app.fhir.clinical import build_clinical_record, resources_from_bundle
+
+    resources = [
+        {"resourceType": "Patient", "id": "pt-x"},
+        {"resourceType": "MedicationRequest", "id": "rx-warf", "status": warfarin_status, "intent": "order", "subject": {"reference": "Patient/pt-x"},
+         "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "855332",
+                                                   "display": "warfarin sodium 5 MG Oral Tablet"}], "text": "warfarin 5 mg"}},
+        {"resourceType": "CarePlan", "id": "cp-clot", "status": "active", "intent": "plan", "subject": {"reference": "Patient/pt-x"},
+         "title": "Clot prevention plan",
+         "activity": [{"detail": {"status": "in-progress",
+                                  "description": "Avoid big changes in leafy greens (collards, chard, turnip greens) without calling the INR clinic first."}}]},
+    ]
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [{"resource": r} for r in resources]}
+    return build_clinical_record(resources_from_bundle(bundle))
+
+
+@pytest.mark.parametrize(("status", "severity", "safety"), [("active", "medium", True), ("stopped", "low", False)])
+def test_a_restriction_guarding_an_active_high_risk_drug_is_safety_critical(status: str, severity: str, safety: bool) -> None:
+    record = _plan_record(status)
+    finding = judge(record, "care_activity", "I've been blending a big bunch of chard into juice every morning",
+                    attributes={"name": "chard juice"})
+    assert finding.kind == "contradiction" and "cp-clot" in cited(finding)
+    assert (finding.severity, finding.safety_critical) == (severity, safety)
+    assert ("rx-warf" in cited(finding)) is safety
+
+
+def test_anaphylaxis_signs_after_a_listed_allergen_contradict_the_allergy_list(record: ClinicalRecord) -> None:
+    finding = _judge_turn(record, memory("symptom", "The dentist gave me amoxicillin and an hour later my lips swelled right up.",
+                                         attributes={"name": "lip swelling"}))[0]
+    assert (finding.kind, finding.category, finding.safety_critical) == ("contradiction", "allergy", True)
+    assert any(c.resource_type == "AllergyIntolerance" for c in finding.citations[:1])

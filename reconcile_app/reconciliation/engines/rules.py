@@ -182,7 +182,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.3.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.4.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -596,7 +596,24 @@ class RulesReconciler(Reconciler):
             v.explanation = f"{v.explanation} Care plan restricts it ({clause[:80]})."
         if all((c.resource_type, c.id) != (careplan.resource_type, careplan.id) for c in v.cites):
             v.cites.insert(1 if v.cites else 0, careplan)  # the restricting plan right after what it is about
+        self._protected_drug(v, clause, ctx)
         return v
+
+    def _protected_drug(self, v: Verdict, clause: str, ctx: Context) -> None:
+        """A restriction that guards an active high-risk drug (vitamin K with warfarin) is a safety matter: raise and cite the drug."""
+        text = f" {norm(clause)} "
+        classes = {row["class"] for row in self.kb.protected_classes if any(f" {norm(t).strip()} " in text for t in row["terms"])}
+        for d in drugs_in_text(clause, self.kb, fuzzy=False).drugs:
+            classes |= self.kb.drug_classes(d)
+        for row in self.kb.protected_classes:
+            if row["class"] not in classes:
+                continue
+            meds = ctx.idx.meds_of_classes({row["class"]})
+            if meds:
+                v.raise_to(row["severity"], bool(row["safety"]))
+                v.cite(*meds[:2])
+                v.explanation += f" The plan guards {self.kb.classes[row['class']].label} therapy."
+                return
 
     def _allergen_taken(self, m: MemoryDraft, ctx: Context, mention: DrugMention, action: str) -> Verdict | None:
         if action in ("stopped",) or not mention.drugs:
@@ -654,7 +671,8 @@ class RulesReconciler(Reconciler):
                 v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", Severity.MEDIUM, False,
                             f"Record lists {_short(active[0])} as an active allergy; patient reports being given it again.")
                 self._anaphylaxis(v, quote, ctx)
-                return v.cite(*active)
+                orders = ctx.idx.match_meds(mention)
+                return v.cite(*active, *orders.active, *orders.historical)
             return Verdict(AGREE, Cat.ALLERGY, "allergy-known", explanation=f"Record lists {_short(active[0])} as an active allergy.").cite(*active)
         rule = "allergy-reaction-inactive" if inactive else "allergy-new-reaction"
         v = Verdict(GAP, Cat.ALLERGY, rule, Severity.MEDIUM, False,
@@ -724,8 +742,25 @@ class RulesReconciler(Reconciler):
             if flag.careplan:
                 v.cite(*ctx.idx.careplans_addressing({e.id for e in ctx.idx.conditions_for(set(flag.conditions))}))
             if flag.id in ("anaphylaxis", "rash"):
+                self._reaction_to_listed_allergen(v, m, ctx)
                 v.cite(*ctx.idx.allergy_list)
         return v
+
+    def _reaction_to_listed_allergen(self, v: Verdict, m: MemoryDraft, ctx: Context) -> None:
+        """A reaction after taking something the allergy list already names contradicts the record: it is still being given."""
+        around = ctx.around(m)
+        mention = drugs_in_text(around, self.kb)
+        hits = [ae.entry for ae in ctx.idx.allergy_matches(allergens_in_text(around, self.kb) - _ENVIRONMENTAL, mention.drugs)
+                if ae.entry.state == State.ACTIVE]
+        if not hits or not _EXPOSURE.search(regex_text(around)):
+            return
+        v.kind, v.category = CONTRA, Cat.ALLERGY
+        v.rule = f"{v.rule}+listed-allergen"
+        v.explanation = f"{v.explanation} Record lists an active allergy ({_short(hits[0])}) to what was taken."
+        orders = ctx.idx.match_meds(mention) if mention.drugs else None
+        v.cites[:0] = [h for h in hits if h not in v.cites]
+        if orders:
+            v.cite(*orders.active, *orders.historical)
 
     def _condition(self, m: MemoryDraft, ctx: Context) -> Verdict:
         name = _attr(m, "name")
@@ -1062,6 +1097,7 @@ class RulesReconciler(Reconciler):
             v.cite(careplan)
             v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
             v.cite(*_addressed(ctx, careplan)[:2])
+            self._protected_drug(v, clause, ctx)
             mention = drugs_in_text(text, self.kb, fuzzy=False)
             if mention.drugs:
                 for sev, safe, why, partners in self._interactions(ctx, self._mention_classes(mention), mention.drugs):
