@@ -299,3 +299,15 @@ def test_a_sentence_ending_on_the_person_asked_about_carries_into_the_next(extra
 def test_the_patient_turning_to_themself_keeps_their_reading(extractor) -> None:
     drafts = run(extractor, "How's your wife?", "She's good. I'm doing ok too. Sugar was 140 this morning.")
     assert patient_affirmed(drafts, "measurement")
+
+
+def test_past_tense_were_is_not_a_typed_we_are(extractor) -> None:
+    drafts = run(extractor, "Hi", "Mom's numbers were 180/110 at the ER.")
+    assert not [d for d in drafts if d.subject == "patient" and d.category == "measurement"]
+    assert patient_affirmed(run(extractor, "Hi", "were doing ok, sugar was 120 this morning."), "measurement")
+
+
+def test_the_patients_device_used_on_someone_else_does_not_make_it_the_patients_reading(extractor) -> None:
+    drafts = run(extractor, "Hi", "Checked my dad's pressure with my cuff - 165/100!")
+    assert not [d for d in drafts if d.subject == "patient" and d.category == "measurement"]
+    assert patient_affirmed(run(extractor, "Hi", "Checked my pressure with my cuff, 150/95."), "measurement")

@@ -371,6 +371,10 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if w in ("my", "our") and i > 0 and words[i - 1] in ("in", "from", "at", "of", "on") and \
                 any(p.kind in ("other", "owner") for p in out[-2:]):
             continue  # "a lady in my walking group has...": "my" modifies where the other person is
+        if w in ("my", "our") and nxt_base in _INSTRUMENTS and any(p.kind in ("other", "owner") for p in out):
+            continue  # "checked my dad's pressure with my cuff": the patient's device, not the experiencer
+        if w == "were" and not _WERE_AS_WE_ARE(words, i):
+            continue  # "her numbers were 180/110": the past tense, not a typed "we're"
         if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
                                                          or (i + 2 < n and words[i + 2] in RELATIONS))):
             out.append(Person(i, "self", ""))
@@ -378,6 +382,18 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if w == "ill" and i + 1 < n and words[i + 1] in _ILL_VERBS:
             out.append(Person(i, "self", ""))
     return out
+
+
+_INSTRUMENTS = frozenset("cuff meter machine monitor thermometer oximeter scale watch phone app glucometer kit strips "
+                         "car truck kitchen house place".split())
+
+
+def _WERE_AS_WE_ARE(words: list[str], i: int) -> bool:
+    """Chat types "we're" as "were" at the start of a clause ("were doing ok", "and were going to try")."""
+    if i > 0 and words[i - 1] not in ("and", "but", "so", "now", "then", "yeah", "ok", "okay", "well"):
+        return False
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    return nxt.endswith("ing") or nxt in {"ok", "okay", "good", "fine", "all", "both", "still", "not", "gonna", "going", "trying", "on"}
 
 
 _PREPOSITIONS = frozenset("to with near beside behind from at around like than for".split())
