@@ -438,3 +438,31 @@ def test_anaphylaxis_signs_after_a_listed_allergen_contradict_the_allergy_list(r
                                          attributes={"name": "lip swelling"}))[0]
     assert (finding.kind, finding.category, finding.safety_critical) == ("contradiction", "allergy", True)
     assert any(c.resource_type == "AllergyIntolerance" for c in finding.citations[:1])
+
+
+def _pump_record(order_text: str) -> ClinicalRecord:
+    from reconcile_app.fhir.clinical import build_clinical_record, resources_from_bundle
+
+    resources = [
+        {"resourceType": "Patient", "id": "pt-y"},
+        {"resourceType": "MedicationRequest", "id": "rx-aspart", "status": "active", "intent": "order", "subject": {"reference": "Patient/pt-y"},
+         "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "1652639",
+                                                   "display": "insulin aspart 100 UNT/ML Injectable Solution"}], "text": "insulin aspart"},
+         "dosageInstruction": [{"text": order_text}]},
+    ]
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [{"resource": r} for r in resources]}
+    return build_clinical_record(resources_from_bundle(bundle))
+
+
+@pytest.mark.parametrize("category", ["lifestyle", "care_activity"])
+def test_taking_off_the_pump_an_active_insulin_order_runs_on_is_a_stop(category: str) -> None:
+    record = _pump_record("Continuous subcutaneous infusion via insulin pump; basal and bolus per settings")
+    finding = judge(record, category, "I disconnected my pump for the whole beach trip because the sand got in the site")
+    assert (finding.kind, finding.severity, finding.safety_critical) == ("contradiction", "high", True)
+    assert "rx-aspart" in cited(finding)
+
+
+def test_a_pump_the_record_does_not_deliver_insulin_by_stays_quiet() -> None:
+    record = _pump_record("Inject 4 units before meals with pen")
+    finding = judge(record, "lifestyle", "I took my breast pump off the shelf and packed it for the trip")
+    assert finding.kind != "contradiction"

@@ -45,6 +45,11 @@ _STOP_REFERRING = re.compile(
     r"\b(?:quit|stopped|stop|off) (?:it|them|that|those|taking it|taking them)\b|\bran out\b|\brun out\b|"
     r"\bhaven'?t (?:had|taken|used) (?:any|it|them|one)\b|\bnone (?:left|since|for)\b|\bwithout (?:it|them|any) for\b"
 )
+# a delivery device taken off: "took my pump off", "disconnected the pump for the weekend", "pump break"
+_DEVICE_OFF = re.compile(
+    r"\b(?:took|take|taking|pulled|pull|had) (?:my |the |it |them )?(?:\w+ )?(?:off|out)\b|\b(?:disconnect\w*|unhook\w*|detach\w*)\b|"
+    r"\b(?:pump|pod) (?:break|vacation|holiday)\b|\bwithout (?:my |the )?(?:pump|pod)\b"
+)
 _SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day instead|only some days)\b")
 _SKIP_HABIT = re.compile(r"\b(?:skipp(?:ing|ed) (?:it|them|doses|a few|most|some|days|a lot)|(?:missing|missed) (?:a lot of|most|several|a few|lots of) (?:doses|days|pills))\b")
 _HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
@@ -154,6 +159,13 @@ def _citation(entry: ClinicalEntry) -> Citation:
     return Citation(entry.resource_type, entry.id, coding.system if coding else "", coding.code if coding else "", entry.display)
 
 
+def _order_text(entry: ClinicalEntry) -> str:
+    """An order's display, detail and dosage instructions, lowercased: how the record says the drug is given."""
+    raw = entry.raw or {}
+    dosage = " ".join(str(d.get("text") or "") for d in raw.get("dosageInstruction") or [] if isinstance(d, dict))
+    return regex_text(" ".join([entry.display or "", entry.detail or "", dosage, str(raw.get("note") or "")]))
+
+
 def _short(entry: ClinicalEntry) -> str:
     name = re.sub(r"\s*\((?:disorder|finding|procedure|situation|substance|regime/therapy)\)\s*$", "", entry.display).strip()
     return name[:80]
@@ -182,7 +194,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.4.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.5.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -475,6 +487,9 @@ class RulesReconciler(Reconciler):
             return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
         mention = self._drug_mention(m)
         if not mention:
+            device = self._device_stopped(m, ctx)
+            if device is not None:
+                return device
             procedure = self._procedure_like(m, ctx)
             if procedure is not None:
                 return procedure
@@ -1059,6 +1074,9 @@ class RulesReconciler(Reconciler):
         return None
 
     def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        device = self._device_stopped(m, ctx)
+        if device is not None:
+            return device
         quote = regex_text(m.quote)
         text = " ".join([_attr(m, "name"), m.content, m.quote])
         quote_stems = stems(set(norm(m.quote).split()))
@@ -1157,7 +1175,30 @@ class RulesReconciler(Reconciler):
                 return v.cite(plans[0])
         return None
 
+    def _device_stopped(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """Taking off or disconnecting the device an active order is delivered by ("took my pump off") stops that drug."""
+        quote = regex_text(m.quote)
+        if m.assertion != Assertion.AFFIRMED or not _DEVICE_OFF.search(quote):
+            return None
+        for cls in self.kb.classes.values():
+            for device in cls.devices:
+                if not re.search(rf"\b{re.escape(device)}s?\b", quote):
+                    continue
+                orders = [e for e in ctx.idx.meds_of_classes({cls.id}) if re.search(rf"\b{re.escape(device)}", _order_text(e))]
+                if not orders:
+                    continue
+                sev, safe = cls.stop
+                v = Verdict(CONTRA, Cat.MEDICATION, f"med-device-off-{cls.id}", sev, safe,
+                            f"Record has {_short(orders[0])} delivered by {device}; patient reports taking the {device} off.")
+                v.cite(*orders)
+                v.cite(*self._indications(ctx, {cls.id}, m.quote)[:2])
+                return v
+        return None
+
     def _lifestyle(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        device = self._device_stopped(m, ctx)
+        if device is not None:
+            return device
         smoking = self._smoking(m, ctx, _text(m))
         if smoking is not None:
             return smoking
