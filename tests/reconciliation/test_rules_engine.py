@@ -466,3 +466,9 @@ def test_a_pump_the_record_does_not_deliver_insulin_by_stays_quiet() -> None:
     record = _pump_record("Inject 4 units before meals with pen")
     finding = judge(record, "lifestyle", "I took my breast pump off the shelf and packed it for the trip")
     assert finding.kind != "contradiction"
+
+
+@pytest.mark.parametrize("quote", ["The hives from last month are long gone and I'm sleeping fine.", "That itchy rash has faded, all good now."])
+def test_a_minor_symptom_said_to_be_over_stays_quiet(record: ClinicalRecord, quote: str) -> None:
+    finding = judge(record, "symptom", quote, attributes={"name": "rash"})
+    assert finding.kind not in ("gap", "contradiction")

@@ -87,7 +87,7 @@ _THIRD_PERSON = re.compile(
 )
 _FIRST_PERSON_USE = re.compile(r"\b(?:i|i'm|im|i've|ive|me|my)\b (?:\w+ ){0,3}(?:take|taking|took|use|using|used|started|on|tried|had|have)\b|\bgave me\b|\bput me\b|\bstarted me\b")
 _MODAL_START = re.compile(r"\b(?:might|maybe|thinking (?:about|of)|want(?:s)? to|wanna|going to|gonna|plan(?:ning)? to|should i|considering|hope to|wondering (?:if|about))\b(?:\s+\w+){0,3}\s+(?:try|trying|start|starting|take|taking|get|getting|use|using|ask)\b")
-_WENT_AWAY = re.compile(r"\b(?:went (?:away|down)|gone (?:now|by)|better now|back to normal|cleared up|resolved|settled down|passed)\b")
+_WENT_AWAY = re.compile(r"\b(?:went (?:away|down)|gone (?:now|by)|(?:is|are|was|were|been|it's|they're) (?:long |all |totally |completely )?gone|faded|better now|back to normal|cleared up|resolved|settled down|passed)\b")
 _REACTION = re.compile(r"\b(?:hives|rash|swell\w*|swollen|itch\w*|reaction|broke out|break out|welts|wheez\w*|throat (?:\w+ )?(?:tight|closing))\b")
 # seasonal and household allergens: itchy eyes in pollen season is chatter, not an allergy-list question
 _ENVIRONMENTAL = {"pollen", "dust_mite", "cat", "dog", "adhesive"}
@@ -194,7 +194,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.5.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.6.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
