@@ -311,3 +311,20 @@ def test_the_patients_device_used_on_someone_else_does_not_make_it_the_patients_
     drafts = run(extractor, "Hi", "Checked my dad's pressure with my cuff - 165/100!")
     assert not [d for d in drafts if d.subject == "patient" and d.category == "measurement"]
     assert patient_affirmed(run(extractor, "Hi", "Checked my pressure with my cuff, 150/95."), "measurement")
+
+
+@pytest.mark.parametrize("text", ["People at church keep telling me about Ozempic.", "I read that statins cause memory loss.",
+                                  "I saw a commercial for Jardiance last night."])
+def test_hearsay_and_media_mentions_are_not_use(extractor, text: str) -> None:
+    assert not patient_affirmed(run(extractor, "Hi", text), "medication")
+
+
+@pytest.mark.parametrize("text", ["A lot of people my age get shingles.", "My doctor's nurse takes Lipitor too, she says it's fine."])
+def test_generic_people_and_a_clinicians_own_health_are_not_the_patients(extractor, text: str) -> None:
+    assert not [d for d in run(extractor, "Hi", text) if d.subject == "patient" and d.category in ("condition", "medication")]
+
+
+@pytest.mark.parametrize("text,action", [("My doctor has me on Lipitor now.", "taking"), ("The doctor took me off Plavix.", "stopped")])
+def test_a_clinician_acting_on_the_patient_keeps_the_patient(extractor, text: str, action: str) -> None:
+    meds = patient_affirmed(run(extractor, "Hi", text), "medication")
+    assert meds and meds[0].attributes["action"] == action

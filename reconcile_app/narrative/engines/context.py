@@ -68,6 +68,13 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     ("well see", HYPOTHETICAL, BOTH, 10), ("or else", HYPOTHETICAL, FWD, 8),
     ("afraid of getting", HYPOTHETICAL, FWD, 6), ("scared of getting", HYPOTHETICAL, FWD, 6),
     ("risk of", HYPOTHETICAL, FWD, 5), ("to prevent", HYPOTHETICAL, FWD, 5),
+    # hearsay and media: a drug talked about, read about or advertised is a mention, not a use
+    ("telling me about", HYPOTHETICAL, FWD, 8), ("told me about", HYPOTHETICAL, FWD, 8), ("tell me about", HYPOTHETICAL, FWD, 8),
+    ("heard about", HYPOTHETICAL, FWD, 8), ("heard that", HYPOTHETICAL, FWD, 10), ("read that", HYPOTHETICAL, FWD, 10),
+    ("read about", HYPOTHETICAL, FWD, 8), ("reading about", HYPOTHETICAL, FWD, 8), ("learned about", HYPOTHETICAL, FWD, 8),
+    ("commercial for", HYPOTHETICAL, FWD, 4), ("commercials for", HYPOTHETICAL, FWD, 4), ("ad for", HYPOTHETICAL, FWD, 4),
+    ("ads for", HYPOTHETICAL, FWD, 4), ("article about", HYPOTHETICAL, FWD, 8), ("looking into", HYPOTHETICAL, FWD, 8),
+    ("researching", HYPOTHETICAL, FWD, 8), ("curious about", HYPOTHETICAL, FWD, 8), ("asking about", HYPOTHETICAL, FWD, 8),
     # historical
     ("used to", HISTORICAL, FWD, 8), ("use to", HISTORICAL, FWD, 8), ("years ago", HISTORICAL, BWD, 10),
     ("decades ago", HISTORICAL, BWD, 10), ("as a kid", HISTORICAL, BOTH, 10), ("as a child", HISTORICAL, BOTH, 10),
@@ -325,6 +332,14 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if base in CLINICIANS:
             if i > 0 and words[i - 1] in ("his", "her", "their"):
                 continue  # "his doctor": the other person's clinician, the pronoun already counted
+            nxt2 = words[i + 1 : i + 3]
+            if (nxt2[:1] in (["takes"], ["took"], ["uses"]) and nxt2[1:] != ["me"] and nxt2[1:] != ["my"]) or \
+                    nxt2 in (["is", "on"], ["was", "on"]):
+                # "my doctor's nurse takes Lipitor too": a clinician speaking of their own health is another person
+                out.append(Person(i, "other", base))
+                last_relation = base
+                last_was_clinician = False
+                continue
             last_was_clinician = True
             out.append(Person(i, "clinician", base))
             continue
@@ -371,6 +386,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if w in ("my", "our") and i > 0 and words[i - 1] in ("in", "from", "at", "of", "on") and \
                 any(p.kind in ("other", "owner") for p in out[-2:]):
             continue  # "a lady in my walking group has...": "my" modifies where the other person is
+        if w in ("my", "our") and nxt_base in ("age", "generation", "years") and any(p.kind in ("other", "owner") for p in out):
+            continue  # "a lot of people my age get shingles": "my" places the others, it is not the experiencer
         if w in ("my", "our") and nxt_base in _INSTRUMENTS and any(p.kind in ("other", "owner") for p in out):
             continue  # "checked my dad's pressure with my cuff": the patient's device, not the experiencer
         if w == "were" and not _WERE_AS_WE_ARE(words, i):
