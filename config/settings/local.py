@@ -16,3 +16,6 @@ if not env_str("CELERY_BROKER_URL"):
         "processed_folder": str(_BROKER_DIR / "processed"),
         "store_processed": False,
     }
+
+# The file-system transport has no host; kombu warns about it on every connection.
+LOGGING["loggers"]["kombu.connection"] = {"level": "ERROR"}  # noqa: F405

@@ -33,7 +33,7 @@ class Command(BaseCommand):
             # The worker starts first so the demo transcripts are processed as soon as they are queued.
             worker = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat", "--pool=solo",
-                 "--loglevel=WARNING", "-s", str(Path(settings.VAR_DIR) / "celerybeat-schedule")],
+                 "--loglevel=WARNING", "--quiet", "-s", str(Path(settings.VAR_DIR) / "celerybeat-schedule")],
                 env={**os.environ, "PUBLIC_BASE_URL": base_url},
             )
         seed = demo_seed(base_url=base_url)
