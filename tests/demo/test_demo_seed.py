@@ -1,0 +1,33 @@
+"""The one-command demo seeds a working product: users, the sandbox EHR registration, patients, findings."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from reconcile_app.core.roles import Role, user_roles
+from reconcile_app.demo.services import DEMO_PASSWORD, demo_seed
+from reconcile_app.fhir.models import Patient
+from reconcile_app.reconciliation.models import Finding
+from reconcile_app.smart.models import EhrRegistration
+from reconcile_app.transcripts.models import Session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_demo_seed_runs_the_whole_pipeline_and_is_idempotent(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        seed = demo_seed(base_url="http://127.0.0.1:8000")
+    assert sorted(seed.users_created) == ["admin", "nurse"]
+    assert user_roles(User.objects.get(username="nurse")) == {Role.NURSE}
+    assert User.objects.get(username="admin").check_password(DEMO_PASSWORD)
+    registration = EhrRegistration.objects.get(iss="http://127.0.0.1:8000/sandbox/fhir")
+    assert registration.backend_client_id and registration.private_key_pem  # Backend Services ready
+    assert Patient.objects.filter(registration=registration).count() == seed.patients == 3
+    assert Session.objects.exclude(pipeline_status=Session.Pipeline.DONE).count() == 0
+    assert Finding.objects.filter(kind__in=["contradiction", "gap"]).exists()
+
+    findings = Finding.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        again = demo_seed(base_url="http://127.0.0.1:8000")
+    assert again.users_created == [] and again.uploads == 0
+    assert Finding.objects.count() == findings
