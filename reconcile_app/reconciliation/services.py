@@ -6,7 +6,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from reconcile_app.core.exceptions import PermanentError, RetryableError
+from reconcile_app.core.exceptions import PermanentError
+from reconcile_app.core.runs import run_mark_failed, run_mark_running
 from reconcile_app.fhir.models import RecordSnapshot
 from reconcile_app.fhir.selectors import clinical_record_for
 from reconcile_app.narrative.models import Memory
@@ -45,19 +46,15 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> Rec
     session = run.session
     if session.withdrawn_at is not None:
         raise PermanentError("session was withdrawn")
-    ReconciliationRun.objects.filter(pk=run.pk).update(
-        status=ReconciliationRun.Status.RUNNING, attempts=run.attempts + 1, started_at=timezone.now(), error=""
-    )
+    run_mark_running(run)
     reconciler = get_reconciler(engine or run.engine)
     record = clinical_record_for(snapshot=run.snapshot)
     memories = list(memory_list_for_session(session=session))
     history = [memory_to_draft(m) for m in _history_for(session)]
     try:
         drafts = reconciler.reconcile([memory_to_draft(m) for m in memories], record, history=history)
-    except RetryableError:
-        raise
-    except PermanentError as exc:
-        ReconciliationRun.objects.filter(pk=run.pk).update(status=ReconciliationRun.Status.FAILED, error=exc.message[:300])
+    except PermanentError as exc:  # a RetryableError propagates to the task, which retries
+        run_mark_failed(run, exc)
         raise
     if len(drafts) != len(memories):
         raise PermanentError(f"engine returned {len(drafts)} findings for {len(memories)} memories")

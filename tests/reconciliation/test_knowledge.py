@@ -93,3 +93,14 @@ def test_allergy_class_links_only_cross_reactive_classes() -> None:
     assert {"penicillin_class", "nsaid", "ace_inhibitor"} <= cross
     # shared properties (teratogenic, high-risk) are not shared allergies
     assert not {"teratogen", "anticoagulant", "antihypertensive", "supplement"} & cross
+
+
+@pytest.mark.parametrize(("text", "site"), [("got my iud taken out", "uterus"), ("the oral surgeon pulled two molars", "tooth")])
+def test_device_and_tooth_words_name_their_body_site(text: str, site: str) -> None:
+    from reconcile_app.reconciliation.matching import sites_in_text
+
+    assert site in sites_in_text(text, load_knowledge())
+
+
+def test_sleep_apnea_relates_to_its_cardiovascular_companions() -> None:
+    assert {"hypertension", "atrial_fibrillation"} <= set(load_knowledge().conditions["osa"].related)

@@ -472,3 +472,8 @@ def test_a_pump_the_record_does_not_deliver_insulin_by_stays_quiet() -> None:
 def test_a_minor_symptom_said_to_be_over_stays_quiet(record: ClinicalRecord, quote: str) -> None:
     finding = judge(record, "symptom", quote, attributes={"name": "rash"})
     assert finding.kind not in ("gap", "contradiction")
+
+
+def test_an_outside_procedure_on_an_anticoagulant_cites_it_for_the_hold_plan(record: ClinicalRecord) -> None:
+    finding = judge(record, "procedure", "The dermatologist did a biopsy on a spot on my shoulder last Tuesday", attributes={"name": "skin biopsy"})
+    assert finding.kind == "gap" and "medrx-warfarin" in cited(finding)

@@ -194,7 +194,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.6.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.7.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -993,6 +993,8 @@ class RulesReconciler(Reconciler):
         v.cite(*self._site_related(ctx, sites | sites_in_text(ctx.around(m), self.kb)))
         v.cite(*self._context_conditions(ctx, ctx.around(m))[:2])
         v.cite(*self._word_related(ctx, " ".join([name, m.quote]))[:2])
+        # a procedure done on an anticoagulant or antiplatelet needed a hold or bridge plan: the reviewer checks it
+        v.cite(*ctx.idx.meds_of_classes({c.id for c in self.kb.classes.values() if c.periprocedural})[:2])
         return v
 
     def _word_related(self, ctx: Context, text: str) -> list[ClinicalEntry]:
