@@ -328,3 +328,19 @@ def test_generic_people_and_a_clinicians_own_health_are_not_the_patients(extract
 def test_a_clinician_acting_on_the_patient_keeps_the_patient(extractor, text: str, action: str) -> None:
     meds = patient_affirmed(run(extractor, "Hi", text), "medication")
     assert meds and meds[0].attributes["action"] == action
+
+
+def test_effects_in_the_patients_next_message_link_to_the_change(extractor) -> None:
+    texts = ("How did you manage without the pump?",
+             "i just took novolog shots when i ate, no long acting at all, ran out of my tresiba lol",
+             "woke up monday super nauseous and so thirsty, sugars were 350s")
+    speakers = ("coach", "patient", "patient")
+    turns = tuple(TurnInput(f"t{i + 1}", sp, AT + timedelta(minutes=i), t) for i, (sp, t) in enumerate(zip(speakers, texts)))
+    drafts = extractor.extract_session(SessionInput("s1", AT, turns))
+    stopped = [d for d in patient_affirmed(drafts, "medication") if d.attributes["action"] == "stopped"]
+    assert stopped and "t3" in stopped[0].turn_ids and stopped[0].attributes.get("effects")
+
+
+def test_not_having_a_drug_anymore_is_stopping_it(extractor) -> None:
+    meds = patient_affirmed(run(extractor, "Hi", "i don't even have my tresiba anymore lol"), "medication")
+    assert meds and meds[0].attributes["action"] == "stopped"

@@ -1022,6 +1022,9 @@ def _clause_around(sent: Sentence, start: int, end: int) -> str:
 def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
     if res.negation_at >= 0 and words[res.negation_at] in ("without", "no") and 0 <= hit.tok_start - res.negation_at <= 3:
         return "stopped", ""  # "without my januvia", "no more advil"
+    if res.negation_at >= 0 and re.search(r"\b(?:anymore|any more|no longer)\b", sentence) and \
+            re.search(r"\b(?:have|got|use|using|on|take|taking|need)\b", sentence):
+        return "stopped", ""  # "I don't even have Lantus anymore", "not on it any more"
     if res.negation_at >= 0:
         after = words[res.negation_at + 1 : res.negation_at + 4]
         if any(w in _INTAKE for w in after) or any(w in ("on", "been") for w in after):
@@ -1509,7 +1512,8 @@ def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_befor
         after = nxt[0]
         j = states.index(after)
         question = states[j - 1] if j - 1 > i and states[j - 1].turn.speaker != "patient" else None
-        if question is None or "?" not in question.low:
+        follow_on = j == i + 1  # the patient's next message straight after, no coach turn between
+        if not follow_on and (question is None or "?" not in question.low):
             return
         effects = [m for m in after.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.MEASUREMENT)
                    and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
