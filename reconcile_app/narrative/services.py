@@ -9,7 +9,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reconcile_app.core.exceptions import PermanentError, RetryableError
+from reconcile_app.core.exceptions import PermanentError
+from reconcile_app.core.runs import run_mark_failed, run_mark_running
 from reconcile_app.fhir.selectors import clinical_record_for, snapshot_latest
 from reconcile_app.transcripts.models import Session, Turn
 
@@ -56,19 +57,15 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None) -> Extract
     session = run.session
     if session.withdrawn_at is not None:
         raise PermanentError("session was withdrawn")
-    ExtractionRun.objects.filter(pk=run.pk).update(
-        status=ExtractionRun.Status.RUNNING, attempts=run.attempts + 1, started_at=timezone.now(), error=""
-    )
+    run_mark_running(run)
     extractor = get_extractor(engine or run.engine)
     snapshot = snapshot_latest(patient=session.patient)
     record = clinical_record_for(snapshot=snapshot) if snapshot else None
     prior = memory_drafts_current(patient=session.patient, before_session=session)
     try:
         drafts = extractor.extract_session(session_input_for(session=session), prior=prior, record=record)
-    except RetryableError:
-        raise
-    except PermanentError as exc:
-        ExtractionRun.objects.filter(pk=run.pk).update(status=ExtractionRun.Status.FAILED, error=exc.message[:300])
+    except PermanentError as exc:  # a RetryableError propagates to the task, which retries
+        run_mark_failed(run, exc)
         raise
     with transaction.atomic():
         run = ExtractionRun.objects.select_for_update().get(pk=run.pk)
