@@ -1,6 +1,7 @@
 """Sign-in, home, health and error pages."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -29,6 +30,7 @@ def home(request: HttpRequest) -> HttpResponse:
 class LoginView(auth_views.LoginView):
     template_name = "core/login.html"
     redirect_authenticated_user = True
+    extra_context = {"sandbox_enabled": settings.SMART_SANDBOX_ENABLED}
 
 
 login = public(LoginView.as_view())

@@ -76,3 +76,8 @@ def test_a_launched_clinician_sees_the_patient_menu(clinician_client):
     labels = [item["label"] for item in response.context["nav_items"]]
     assert labels[:3] == ["Record", "Memories", "Findings"]
     assert "Queue" not in labels and "Routing rules" not in labels
+
+
+def test_login_page_points_to_the_sandbox_ehr_when_it_is_enabled(client):
+    response = client.get(reverse("core:login"))
+    assert b'href="/sandbox/ehr/"' in response.content
