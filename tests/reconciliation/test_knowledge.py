@@ -104,3 +104,9 @@ def test_device_and_tooth_words_name_their_body_site(text: str, site: str) -> No
 
 def test_sleep_apnea_relates_to_its_cardiovascular_companions() -> None:
     assert {"hypertension", "atrial_fibrillation"} <= set(load_knowledge().conditions["osa"].related)
+
+
+def test_a_first_generation_antihistamine_with_an_enlarged_prostate_is_an_interaction_row() -> None:
+    kb = load_knowledge()
+    assert any({r.a, r.b} == {"drug:diphenhydramine", "condition:bph"} for r in kb.interactions)
+    assert "diphenhydramine" in kb.drug_by_name["acetaminophen/diphenhydramine"].components

@@ -477,3 +477,9 @@ def test_a_minor_symptom_said_to_be_over_stays_quiet(record: ClinicalRecord, quo
 def test_an_outside_procedure_on_an_anticoagulant_cites_it_for_the_hold_plan(record: ClinicalRecord) -> None:
     finding = judge(record, "procedure", "The dermatologist did a biopsy on a spot on my shoulder last Tuesday", attributes={"name": "skin biopsy"})
     assert finding.kind == "gap" and "medrx-warfarin" in cited(finding)
+
+
+def test_a_nighttime_combination_carries_its_components_interactions(record: ClinicalRecord) -> None:
+    # Advil PM is ibuprofen too: on warfarin that is the NSAID bleeding interaction
+    finding = judge(record, "medication", "I take an Advil PM most nights to get to sleep", attributes={"drug": "Advil PM", "action": "taking"})
+    assert finding.kind in ("gap", "contradiction") and finding.safety_critical and "medrx-warfarin" in cited(finding)

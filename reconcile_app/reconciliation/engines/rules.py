@@ -194,7 +194,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.7.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.8.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -451,7 +451,7 @@ class RulesReconciler(Reconciler):
     def _interactions(self, ctx: Context, classes: set[str], drugs: list[Drug], *, live_vaccine: bool = False,
                       pregnant: bool = False) -> list[tuple[str, bool, str, list[ClinicalEntry]]]:
         """Interaction rows that fire for what the patient takes against the record: (severity, safety, why, partners)."""
-        mine = {f"class:{c}" for c in classes} | {f"drug:{d.name}" for d in drugs}
+        mine = {f"class:{c}" for c in classes} | {f"drug:{n}" for d in drugs for n in (d.name, *d.components)}  # Tylenol PM is diphenhydramine too
         if live_vaccine:
             mine.add("vaccine:live")
         out = []
