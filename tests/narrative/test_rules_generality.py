@@ -344,3 +344,14 @@ def test_effects_in_the_patients_next_message_link_to_the_change(extractor) -> N
 def test_not_having_a_drug_anymore_is_stopping_it(extractor) -> None:
     meds = patient_affirmed(run(extractor, "Hi", "i don't even have my tresiba anymore lol"), "medication")
     assert meds and meds[0].attributes["action"] == "stopped"
+
+
+def test_habitually_eating_an_allergen_food_is_a_tolerance_statement(extractor) -> None:
+    allergy = patient_affirmed(run(extractor, "What do you eat before work?",
+                                   "my go-to breakfast is a pb sandwich on gf bread, every morning basically"), "allergy")
+    assert allergy and allergy[0].attributes["substance"] == "peanut" and allergy[0].attributes["stated_status"] == "tolerated"
+
+
+def test_someone_else_eating_it_or_avoiding_it_is_no_tolerance(extractor) -> None:
+    for text in ("my son eats peanut butter every day", "I avoid peanuts."):
+        assert not patient_affirmed(run(extractor, "Hi", text), "allergy")

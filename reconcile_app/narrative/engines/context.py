@@ -323,6 +323,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if i in skip:
             continue
         base = w[:-2] if w.endswith("'s") else w
+        if base in ("gf", "bf") and i + 1 < n and words[i + 1] in _GF_FOODS:
+            continue  # "gf bread": gluten-free, not a girlfriend
         if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS:
             if i + 1 < n and words[i + 1] not in _VERBISH:
                 base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe
@@ -401,6 +403,8 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
     return out
 
 
+_GF_FOODS = frozenset("bread pasta crackers flour options option version cookies pizza crust bagel bagels wrap wraps "
+                      "cereal oats beer diet menu stuff food snacks muffin muffins toast buns bun".split())
 _INSTRUMENTS = frozenset("cuff meter machine monitor thermometer oximeter scale watch phone app glucometer kit strips "
                          "car truck kitchen house place".split())
 

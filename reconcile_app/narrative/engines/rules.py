@@ -112,6 +112,8 @@ _RELAPSE = re.compile(r"\b(again|back to|back on|picked (?:it |them |those )?(?:
 _INDICATION_BEFORE = re.compile(r"\b(?:when|whenever|for|because of|if)\s+(?:\w+\s+){0,3}$")
 _HANDED_TO_ME = re.compile(r"\b(?:gave|giving|handed|lent|loaned|passed)\s+me\b|\bi(?:'ve| have|ve)?\s+(?:been\s+)?"
                            r"(?:taking|took|take|tried|using|used|popping|popped)\s+(?:one|some|them|a few|a couple|those|half)\b")
+_HABITUAL_EATING = re.compile(r"\b(?:every (?:morning|day|night|lunch|breakfast)|daily|all the time|most days|each (?:morning|day)|"
+                              r"love|loves|always (?:eat|have)|basically every|a lot of|lots of)\b")
 _SKIN_ERUPTION = re.compile(r"\b(?:broke|break|breaking|broken) out in (?:\w+ ){0,3}(?:welts|bumps|hives|rash|spots|blotches)\b|\bwelts\b")
 # Drug classes that are a course someone is given (a reaction right after points at them); not devices or rescue drugs.
 _EXPOSURE_CLASSES = frozenset({"antibiotic", "analgesic", "anticonvulsant", "corticosteroid", "statin", "antidepressant",
@@ -426,6 +428,20 @@ class RulesExtractor(Extractor):
             entry = hit.best
             kind = entry.kind
             if kind == "allergen" and not allergy_cue:
+                recorded = next((e for e in hit.entries if e.kind == "allergen" and e.record_ref), entry)
+                if _HABITUAL_EATING.search(sent.low):
+                    # eating a food the record lists as an allergy, as a habit ("peanut butter toast every morning"):
+                    # a tolerance statement the record contradicts
+                    res = ctx.assess(words, hit.tok_start, hit.tok_end, triggers=triggers, people=people)
+                    if res.subject == Subject.PATIENT and res.assertion == Assertion.AFFIRMED:
+                        tol = Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start + hit.start, sent.start + hit.end,
+                                      {"substance": recorded.canonical, "reaction": "none", "stated_status": "tolerated",
+                                       "inferred": True}, confidence=0.45, turn_ids=[state.turn.id], name=recorded.canonical)
+                        if recorded.record_ref:
+                            tol.attributes["record_ref"] = f"{recorded.record_ref[0]}/{recorded.record_ref[1]}"
+                            tol.attributes["display"] = recorded.display
+                        tol.event_time = _event_time(state, sent)
+                        out.append(tol)
                 continue
             if kind == "care" and hit.tok_end < len(words) and words[hit.tok_end] in ("high", "low", "out", "late", "behind", "around", "errands"):
                 continue  # "running high", "ran out": not exercise
