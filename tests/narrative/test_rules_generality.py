@@ -355,3 +355,17 @@ def test_habitually_eating_an_allergen_food_is_a_tolerance_statement(extractor) 
 def test_someone_else_eating_it_or_avoiding_it_is_no_tolerance(extractor) -> None:
     for text in ("my son eats peanut butter every day", "I avoid peanuts."):
         assert not patient_affirmed(run(extractor, "Hi", text), "allergy")
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("How is Maria doing after her surgery?", "Better. Still on oxycodone for the pain, and her BP was high."),
+    ("Did Tom's scan come back?", "Yes, they found a small clot, he's on Eliquis now."),
+])
+def test_an_answer_to_a_question_about_a_named_person_is_about_them(extractor, question: str, answer: str) -> None:
+    drafts = run(extractor, question, answer)
+    assert not [d for d in drafts if d.subject == "patient" and d.category in ("medication", "measurement", "symptom")]
+
+
+@pytest.mark.parametrize("question", ["Hi Walt, how are you?", "How are you, Walt?", "How was Christmas?"])
+def test_a_vocative_name_or_a_holiday_in_the_question_keeps_the_patient(extractor, question: str) -> None:
+    assert patient_affirmed(run(extractor, question, "Good. My sugar was 140."), "measurement")

@@ -928,6 +928,15 @@ def _asked_about_other(previous: list[TurnState]) -> str:
     m = _YOUR_RELATION.search(previous[-1].low)
     if m and "?" in previous[-1].low:
         return m.group(1)
+    # "How is Maria doing after her surgery?", "Did Tom's scan come back?": a question about a named third person
+    text = previous[-1].turn.text if isinstance(previous[-1].turn.text, str) else ""
+    for q in re.findall(r"[^.!?]*\?", text):
+        if re.search(r"\b(?:you|your|ur|u)\b", q, re.I):
+            continue
+        m = _ASKED_NAME.search(q)
+        name = (m.group(1) or m.group(2)).lower() if m else ""
+        if name and name not in _CAPITAL_NOT_NAME and name not in ctx.CLINICIANS and name not in _NOT_A_PERSON:
+            return "named person"
     # "Is he doing okay?", "How is she feeling?": a question about a third person and not about "you"
     for sent in previous[-1].sentences:
         if not sent.low.rstrip().endswith("?"):
@@ -938,6 +947,7 @@ def _asked_about_other(previous: list[TurnState]) -> str:
     return ""
 
 
+_ASKED_NAME = re.compile(r"(?:\b(?:is|was|did|does|has|how's|hows|about|for)\s+([A-Z][a-z]+)\b(?!,)|\b([A-Z][a-z]+)'s\s+[a-z])")
 _THIRD_PERSON_SUBJECT = frozenset("he she he's she's hes shes him".split())
 
 
