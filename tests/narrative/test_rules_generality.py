@@ -369,3 +369,13 @@ def test_an_answer_to_a_question_about_a_named_person_is_about_them(extractor, q
 @pytest.mark.parametrize("question", ["Hi Walt, how are you?", "How are you, Walt?", "How was Christmas?"])
 def test_a_vocative_name_or_a_holiday_in_the_question_keeps_the_patient(extractor, question: str) -> None:
     assert patient_affirmed(run(extractor, question, "Good. My sugar was 140."), "measurement")
+
+
+@pytest.mark.parametrize("text", ["My ex-husband has diabetes and won't take his metformin.",
+                                  "My better half started Ozempic last month.", "My step-dad's A1c was 9.5."])
+def test_compound_and_idiomatic_relations_are_other_people(extractor, text: str) -> None:
+    assert not [d for d in run(extractor, "Hi", text) if d.subject == "patient" and d.category in ("condition", "medication", "measurement")]
+
+
+def test_a_hyphenated_word_that_is_not_a_relation_keeps_the_patient(extractor) -> None:
+    assert patient_affirmed(run(extractor, "Hi", "I had a half-day at work, sugar was 150."), "measurement")

@@ -323,6 +323,12 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if i in skip:
             continue
         base = w[:-2] if w.endswith("'s") else w
+        if "-" in base and base not in RELATIONS and base.rsplit("-", 1)[-1] in RELATIONS:
+            base = base.rsplit("-", 1)[-1]  # "ex-husband", "step-dad", "great-aunt", "half-sister"
+            w = base + ("'s" if w.endswith("'s") else "")
+        elif base in ("half", "other") and i > 0 and words[i - 1] in ("better", "other", "significant"):
+            base = "spouse"  # "my better half", "my significant other"
+            w = base + ("'s" if w.endswith("'s") else "")
         if base in ("gf", "bf") and i + 1 < n and words[i + 1] in _GF_FOODS:
             continue  # "gf bread": gluten-free, not a girlfriend
         if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS:
