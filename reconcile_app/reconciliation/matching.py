@@ -90,7 +90,38 @@ def _drugs_in_text(text: str, fuzzy: bool) -> tuple[tuple[Drug, ...], frozenset[
             drug = _fuzzy_drug(token)
             if drug and drug not in mention.drugs:
                 mention.drugs.append(drug)
+        for drug in _fuzzy_phrase_drugs(consumed):
+            if drug not in mention.drugs:
+                mention.drugs.append(drug)
     return tuple(mention.drugs), frozenset(mention.lay_classes)
+
+
+@lru_cache(maxsize=None)
+def _multiword_terms() -> tuple[tuple[str, int, Drug], ...]:
+    kb = load_knowledge()
+    return tuple((t, len(t.split()), d) for t, d in kb.drug_terms if " " in t and len(t) >= 10 and t.replace(" ", "").isalpha())
+
+
+def _fuzzy_phrase_drugs(consumed: str) -> list[Drug]:
+    """Misspelled multi-word names (a vowel off in an herbal or brand name): one edit over the whole phrase, 10+ letters."""
+    tokens = [t for t in consumed.split() if t != "|"]
+    out: list[Drug] = []
+    for term, k, drug in _multiword_terms():
+        for i in range(len(tokens) - k + 1):
+            window = " ".join(tokens[i:i + k])
+            if window[0] == term[0] and abs(len(window) - len(term)) <= 1 and window != term and _one_edit(window, term):
+                out.append(drug)
+                break
+    return out
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return a[i:] == b[i + 1:]
 
 
 @lru_cache(maxsize=None)

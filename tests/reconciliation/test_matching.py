@@ -104,3 +104,12 @@ def test_idioms_are_not_activities() -> None:
 
 def test_latest_observation_by_loinc(index: RecordIndex) -> None:
     assert index.latest_observation(["6301-6"]).id == "obs-inr-2025-06"
+
+
+@pytest.mark.parametrize(("text", "found"), [("started st johns wert last week", True), ("fish oyl", False), ("the saint johns day fair", False)])
+def test_a_one_letter_misspelling_of_a_long_multiword_name_still_matches(text: str, found: bool) -> None:
+    from reconcile_app.reconciliation.knowledge import load_knowledge
+    from reconcile_app.reconciliation.matching import drugs_in_text
+
+    names = {d.name for d in drugs_in_text(text, load_knowledge()).drugs}
+    assert ("st john's wort" in names) is found

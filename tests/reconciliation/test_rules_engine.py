@@ -483,3 +483,10 @@ def test_a_nighttime_combination_carries_its_components_interactions(record: Cli
     # Advil PM is ibuprofen too: on warfarin that is the NSAID bleeding interaction
     finding = judge(record, "medication", "I take an Advil PM most nights to get to sleep", attributes={"drug": "Advil PM", "action": "taking"})
     assert finding.kind in ("gap", "contradiction") and finding.safety_critical and "medrx-warfarin" in cited(finding)
+
+
+def test_the_quotes_own_drug_wins_over_an_attribute_carried_from_another_turn(record: ClinicalRecord) -> None:
+    # the herb is misspelled by one letter; the attribute still names the drug of the previous turn
+    finding = judge(record, "medication", "my aunt swears by st johns wert so I've been taking it daily for a month",
+                    attributes={"drug": "lisinopril", "action": "taking"})
+    assert finding.kind == "gap" and "st john's wort" in finding.explanation.lower()

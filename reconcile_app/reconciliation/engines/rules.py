@@ -194,7 +194,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.8.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.9.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -322,7 +322,9 @@ class RulesReconciler(Reconciler):
             classes = named.lay_classes & grounded.lay_classes
             if drugs or classes:
                 return DrugMention(drugs=drugs, lay_classes=classes if not drugs else set())
-            if grounded and not _attr(m, "drug"):
+            if grounded and (not _attr(m, "drug") or not any(d.name in norm(m.quote) or any(a in norm(m.quote) for a in d.aliases)
+                                                               for d in named.drugs)):
+                # the attribute names a drug the quote never says (carried over from the turn before): the quote's own drug wins
                 return grounded
             # the extractor resolved a lay name ("the hydro something", "water pill") to a drug: keep it when the
             # quote names that drug's class or a prefix of it
