@@ -379,3 +379,17 @@ def test_compound_and_idiomatic_relations_are_other_people(extractor, text: str)
 
 def test_a_hyphenated_word_that_is_not_a_relation_keeps_the_patient(extractor) -> None:
     assert patient_affirmed(run(extractor, "Hi", "I had a half-day at work, sugar was 150."), "measurement")
+
+
+def test_a_neutral_follow_up_question_keeps_the_other_persons_health_event(extractor) -> None:
+    drafts = run(extractor, "Hi", "My brother was in the hospital this week.", "Oh no, what happened?",
+                 "Heart attack. Two stents, and a new blood thinner.")
+    assert not [d for d in drafts if d.subject == "patient" and d.category in ("condition", "procedure", "medication")]
+
+
+def test_a_follow_up_that_turns_to_the_patient_or_a_visit_without_health_news_keeps_the_patient(extractor) -> None:
+    drafts = run(extractor, "Hi", "My brother was in the hospital this week.", "Oh no! How are you holding up?",
+                 "Not great, my sugar was 250 from stress.")
+    assert patient_affirmed(drafts, "measurement")
+    drafts = run(extractor, "Hi", "My mom is visiting.", "How nice! How is everything?", "Good. Blood pressure was 150/90 this morning.")
+    assert patient_affirmed(drafts, "measurement")

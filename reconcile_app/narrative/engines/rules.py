@@ -274,6 +274,7 @@ class TurnState:
     candidates: list[dict[str, Any]] = field(default_factory=list)
     context_text: str = ""  # this turn and the few before it, lowered: cues such as "I saw a specialist"
     carry_out: str = ""  # the other person an answer was about, still open at the end of this turn
+    tail_other: str = ""  # the other person the turn ended on when it was about their health ("my brother was in the hospital")
 
 
 class RulesExtractor(Extractor):
@@ -356,6 +357,11 @@ class RulesExtractor(Extractor):
         carry = _asked_about_other(previous)
         if not carry and previous and previous[-1].turn.speaker == "patient":
             carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
+        if not carry and len(previous) >= 2 and previous[-1].turn.speaker != "patient" and \
+                previous[-2].turn.speaker == "patient" and previous[-2].tail_other and _neutral_follow_up(previous[-1]):
+            # "My brother was in the hospital." - "Oh no, what happened?" - "Heart attack. Two stents.": the
+            # coach's follow-up does not turn to the patient, so the answer is still about the brother
+            carry = previous[-2].tail_other
         asked_other = bool(carry)
         last_relation = ""
         state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
@@ -416,6 +422,8 @@ class RulesExtractor(Extractor):
             prev_tail = tail[-1].relation or "other person" if tail and tail[-1].kind != "self" else ""
             state.mentions.extend(found)
         state.carry_out = carry
+        if prev_tail and (_HEALTH_EVENT.search(low) or any(m.subject == Subject.OTHER for m in state.mentions)):
+            state.tail_other = prev_tail
         self._coaching_mentions(state)
         return state
 
@@ -948,6 +956,17 @@ def _asked_about_other(previous: list[TurnState]) -> str:
 
 
 _ASKED_NAME = re.compile(r"(?:\b(?:is|was|did|does|has|how's|hows|about|for)\s+([A-Z][a-z]+)\b(?!,)|\b([A-Z][a-z]+)'s\s+[a-z])")
+_HEALTH_EVENT = re.compile(r"\b(hospital|hospitalized|er|emergency|ambulance|icu|urgent care|fell|fall|fallen|sick|ill|diagnosed|"
+                           r"surgery|passed|stroke|heart attack|cancer|rehab|nursing home|hospice|admitted|biopsy|scan|tests)\b")
+
+
+def _neutral_follow_up(coach: TurnState) -> bool:
+    """A coach reply that asks on without turning to the patient ("Oh no, what happened?", "Is everything ok?")."""
+    if "?" not in coach.low:
+        return False
+    return not re.search(r"\b(you|your|ur|u|you're|youre|yourself)\b", coach.low)
+
+
 _THIRD_PERSON_SUBJECT = frozenset("he she he's she's hes shes him".split())
 
 
