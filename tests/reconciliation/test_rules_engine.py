@@ -490,3 +490,21 @@ def test_the_quotes_own_drug_wins_over_an_attribute_carried_from_another_turn(re
     finding = judge(record, "medication", "my aunt swears by st johns wert so I've been taking it daily for a month",
                     attributes={"drug": "lisinopril", "action": "taking"})
     assert finding.kind == "gap" and "st john's wort" in finding.explanation.lower()
+
+
+@pytest.mark.parametrize(("quote", "kind"), [
+    ("flu shot? nope, I have never gotten one in my life", "contradiction"),
+    ("I never miss my flu shot, got it at the pharmacy in October", "agreement-or-gap"),
+])
+def test_a_vaccine_denied_in_the_quote_contradicts_recorded_doses(record: ClinicalRecord, quote: str, kind: str) -> None:
+    finding = judge(record, "immunization", quote, attributes={"name": "influenza vaccine"})
+    if kind == "contradiction":
+        assert finding.kind == "contradiction" and any(c.resource_type == "Immunization" for c in finding.citations)
+    else:
+        assert finding.kind != "contradiction"
+
+
+def test_denying_any_scope_contradicts_a_recorded_scopy(record: ClinicalRecord) -> None:
+    finding = judge(record, "procedure", "Nobody has ever put a scope in me and nobody will", attributes={"name": "endoscopy"},
+                    assertion=Assertion.NEGATED)
+    assert finding.kind == "contradiction" and any("scop" in c.display.lower() for c in finding.citations)

@@ -50,6 +50,11 @@ _DEVICE_OFF = re.compile(
     r"\b(?:took|take|taking|pulled|pull|had) (?:my |the |it |them )?(?:\w+ )?(?:off|out)\b|\b(?:disconnect\w*|unhook\w*|detach\w*)\b|"
     r"\b(?:pump|pod) (?:break|vacation|holiday)\b|\bwithout (?:my |the )?(?:pump|pod)\b"
 )
+_GENERIC_SCOPE = re.compile(r"\b(?:scope|scopes|scoped|scoping)\b")
+_VACCINE_DENIED = re.compile(
+    r"\bnever (?:ever )?(?:had|got|gotten|received|taken|done)\b|\bhaven'?t ever (?:had|got|gotten)\b|\bnot (?:a )?single (?:one|dose|shot)\b|"
+    r"\b(?:shot|shots|vaccine|vaccines|jab|jabs)\W+never\b|\bnever (?:got|get) (?:around to|vaccinated)\b"
+)
 _SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day instead|only some days)\b")
 _SKIP_HABIT = re.compile(r"\b(?:skipp(?:ing|ed) (?:it|them|doses|a few|most|some|days|a lot)|(?:missing|missed) (?:a lot of|most|several|a few|lots of) (?:doses|days|pills))\b")
 _HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
@@ -194,7 +199,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.9.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.10.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -975,6 +980,9 @@ class RulesReconciler(Reconciler):
             matches = [e for e, _, _ in ctx.idx.procedures if e.state == State.ACTIVE and content_words(e.display) & words]
         if not ids and not term and not _SURGERY.search(regex_text(m.quote)):
             return Verdict(NCR, Cat.PROCEDURE, "procedure-unnamed", explanation="No procedure identified.")
+        if m.assertion == Assertion.NEGATED and not matches and _GENERIC_SCOPE.search(regex_text(m.quote)):
+            # "never had one of those scope tests": a bare 'scope' is any -scopy the record documents
+            matches = [e for e, _, _ in ctx.idx.procedures if e.state == State.ACTIVE and "scop" in e.display.lower()]
         if m.assertion == Assertion.NEGATED:
             if matches:
                 return Verdict(CONTRA, Cat.PROCEDURE, "procedure-denied", Severity.LOW, False,
@@ -1031,7 +1039,8 @@ class RulesReconciler(Reconciler):
             return Verdict(NCR, Cat.IMMUNIZATION, "vaccine-unnamed", explanation="No vaccine identified.")
         doses = sorted((e for e, fams in ctx.idx.vaccines if fams & families and e.state == State.ACTIVE), key=lambda e: e.date, reverse=True)
         label = ", ".join(sorted(families)).replace("_", " ")
-        if m.assertion == Assertion.NEGATED:
+        denied = m.assertion == Assertion.NEGATED or (m.assertion == Assertion.AFFIRMED and bool(_VACCINE_DENIED.search(regex_text(m.quote))))
+        if denied:
             if doses:
                 return Verdict(CONTRA, Cat.IMMUNIZATION, "vaccine-denied", Severity.LOW, False,
                                f"Record documents {len(doses)} {label} dose(s), latest {doses[0].date[:10]}; patient says never received.").cite(*doses[:4])
