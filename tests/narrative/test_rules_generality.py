@@ -393,3 +393,9 @@ def test_a_follow_up_that_turns_to_the_patient_or_a_visit_without_health_news_ke
     assert patient_affirmed(drafts, "measurement")
     drafts = run(extractor, "Hi", "My mom is visiting.", "How nice! How is everything?", "Good. Blood pressure was 150/90 this morning.")
     assert patient_affirmed(drafts, "measurement")
+
+
+def test_someone_else_taking_the_patients_drug_is_them_taking_it(extractor) -> None:
+    drafts = run(extractor, "Hi", "I just found out my brother has been taking my oxycodone.")
+    assert not patient_affirmed(drafts, "medication")
+    assert patient_affirmed(run(extractor, "Hi", "My wife reminded me and I took my insulin."), "medication")

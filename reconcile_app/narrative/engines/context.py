@@ -394,6 +394,9 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
         if w in ("my", "our") and i > 0 and words[i - 1] in ("in", "from", "at", "of", "on") and \
                 any(p.kind in ("other", "owner") for p in out[-2:]):
             continue  # "a lady in my walking group has...": "my" modifies where the other person is
+        if w in ("my", "our") and i + 1 in skip and out and out[-1].kind in ("other", "owner") and \
+                any(words[k] in _TOOK_VERBS for k in range(out[-1].index + 1, i)):
+            continue  # "my brother has been taking my oxycodone": "my" owns the drug, the brother takes it
         if w in ("my", "our") and nxt_base in ("age", "generation", "years") and any(p.kind in ("other", "owner") for p in out):
             continue  # "a lot of people my age get shingles": "my" places the others, it is not the experiencer
         if w in ("my", "our") and nxt_base in _INSTRUMENTS and any(p.kind in ("other", "owner") for p in out):
