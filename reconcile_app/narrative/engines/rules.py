@@ -281,7 +281,7 @@ class RulesExtractor(Extractor):
     """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
 
     name = "rules"
-    version = "1.2.0"
+    version = "1.3.0"
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self._lexicon = lexicon
