@@ -508,3 +508,12 @@ def test_denying_any_scope_contradicts_a_recorded_scopy(record: ClinicalRecord) 
     finding = judge(record, "procedure", "Nobody has ever put a scope in me and nobody will", attributes={"name": "endoscopy"},
                     assertion=Assertion.NEGATED)
     assert finding.kind == "contradiction" and any("scop" in c.display.lower() for c in finding.citations)
+
+
+@pytest.mark.parametrize(("quote", "quiet"), [
+    ("My daughter keeps bugging me to get a mammogram", True),
+    ("My daughter kept bugging me so I finally had the mammogram on Friday", False),
+])
+def test_a_procedure_others_want_done_is_not_an_outside_procedure(record: ClinicalRecord, quote: str, quiet: bool) -> None:
+    finding = judge(record, "procedure", quote, attributes={"name": "mammogram"})
+    assert (finding.kind == "no_clinical_relevance") is quiet

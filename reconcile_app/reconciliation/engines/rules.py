@@ -50,6 +50,11 @@ _DEVICE_OFF = re.compile(
     r"\b(?:took|take|taking|pulled|pull|had) (?:my |the |it |them )?(?:\w+ )?(?:off|out)\b|\b(?:disconnect\w*|unhook\w*|detach\w*)\b|"
     r"\b(?:pump|pod) (?:break|vacation|holiday)\b|\bwithout (?:my |the )?(?:pump|pod)\b"
 )
+_PLANNED = re.compile(
+    r"\b(?:wants? me to|get me to|trying to get me|on me to|after me to|supposed to (?:get|have|go)|going to (?:get|have)|gonna (?:get|have)|"
+    r"thinking (?:about|of) (?:getting|having)|talk(?:ing)? me into|campaign|nagging me|bugging me)\b"
+)
+_DONE = re.compile(r"\b(?:had|got|did|done|went in|was|were|removed|fixed|finished|came out|took out)\b")
 _GENERIC_SCOPE = re.compile(r"\b(?:scope|scopes|scoped|scoping)\b")
 _VACCINE_DENIED = re.compile(
     r"\bnever (?:ever )?(?:had|got|gotten|received|taken|done)\b|\bhaven'?t ever (?:had|got|gotten)\b|\bnot (?:a )?single (?:one|dose|shot)\b|"
@@ -199,7 +204,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.10.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.11.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -988,6 +993,10 @@ class RulesReconciler(Reconciler):
                 return Verdict(CONTRA, Cat.PROCEDURE, "procedure-denied", Severity.LOW, False,
                                f"Record documents {_short(matches[0])} ({matches[0].date[:10]}); patient says it was never done.").cite(*matches)
             return Verdict(NCR, Cat.PROCEDURE, "procedure-negated")
+        q = regex_text(m.quote)
+        if m.assertion == Assertion.AFFIRMED and _PLANNED.search(q) and not _DONE.search(q):
+            # "she keeps trying to get me to have one": proposed, not done; nothing to add to the record yet
+            return Verdict(NCR, Cat.PROCEDURE, "procedure-proposed", explanation="A proposed procedure; nothing done yet.")
         if m.assertion == Assertion.HISTORICAL or _long_ago(m):
             if matches:
                 return Verdict(AGREE, Cat.PROCEDURE, "procedure-historical-known", explanation="The procedure is in the record.").cite(*matches)
