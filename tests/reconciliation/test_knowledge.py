@@ -110,3 +110,9 @@ def test_a_first_generation_antihistamine_with_an_enlarged_prostate_is_an_intera
     kb = load_knowledge()
     assert any({r.a, r.b} == {"drug:diphenhydramine", "condition:bph"} for r in kb.interactions)
     assert "diphenhydramine" in kb.drug_by_name["acetaminophen/diphenhydramine"].components
+
+
+@pytest.mark.parametrize(("value", "sex", "low"), [(11.2, "female", True), (12.4, "female", False), (12.4, "male", True), (13.5, "male", False)])
+def test_haemoglobin_thresholds_are_sex_specific(value: float, sex: str, low: bool) -> None:
+    rules = load_knowledge().measures["hemoglobin"].rules
+    assert any(eval_rule(r.when, {"value": value, "sex": sex}, set()) for r in rules) is low

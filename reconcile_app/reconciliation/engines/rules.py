@@ -204,7 +204,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.11.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.12.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -924,7 +924,9 @@ class RulesReconciler(Reconciler):
         readings = _readings(m, kind, quote)
         conditions = {c for c in ctx.idx.active_concepts}
         worst: tuple[int, object, dict] | None = None
+        sex = (getattr(getattr(ctx.idx.record, "patient", None), "sex", "") or "").lower()
         for values in readings:
+            values = {**values, "sex": sex}  # sex-specific thresholds (haemoglobin)
             for rule in measure.rules:
                 if eval_rule(rule.when, values, conditions):
                     rank = SEVERITY_RANK[rule.severity] * 2 + int(rule.safety)
