@@ -517,3 +517,19 @@ def test_denying_any_scope_contradicts_a_recorded_scopy(record: ClinicalRecord) 
 def test_a_procedure_others_want_done_is_not_an_outside_procedure(record: ClinicalRecord, quote: str, quiet: bool) -> None:
     finding = judge(record, "procedure", quote, attributes={"name": "mammogram"})
     assert (finding.kind == "no_clinical_relevance") is quiet
+
+
+def test_an_undocumented_supplement_cites_the_plans_check_before_new_medicines_rule() -> None:
+    from reconcile_app.fhir.clinical import build_clinical_record, resources_from_bundle
+
+    resources = [
+        {"resourceType": "Patient", "id": "pt-z"},
+        {"resourceType": "MedicationRequest", "id": "rx-tac", "status": "active", "intent": "order", "subject": {"reference": "Patient/pt-z"},
+         "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "197904", "display": "tacrolimus 1 MG Oral Capsule"}], "text": "tacrolimus 1 mg"}},
+        {"resourceType": "CarePlan", "id": "cp-kidney-tx", "status": "active", "intent": "plan", "subject": {"reference": "Patient/pt-z"},
+         "title": "Kidney transplant follow-up",
+         "activity": [{"detail": {"status": "in-progress", "description": "Ask the transplant pharmacist before taking any new vitamins or remedies."}}]},
+    ]
+    record = build_clinical_record(resources_from_bundle({"resourceType": "Bundle", "type": "collection", "entry": [{"resource": r} for r in resources]}))
+    finding = judge(record, "medication", "I started a turmeric capsule every morning last week", attributes={"drug": "turmeric", "action": "started"})
+    assert finding.kind in ("gap", "contradiction") and {"cp-kidney-tx", "rx-tac"} <= cited(finding)

@@ -15,6 +15,7 @@ from reconcile_app.reconciliation.matching import (
     RecordIndex,
     allergens_in_text,
     careplan_activities,
+    careplan_text as careplan_text_of,
     concepts_in_text,
     content_words,
     drugs_in_text,
@@ -55,6 +56,11 @@ _PLANNED = re.compile(
     r"thinking (?:about|of) (?:getting|having)|talk(?:ing)? me into|campaign|nagging me|bugging me)\b"
 )
 _DONE = re.compile(r"\b(?:had|got|did|done|went in|was|were|removed|fixed|finished|came out|took out)\b")
+# a care-plan rule about any new medicine: "check with the pharmacist before starting new medicines or supplements"
+_NEW_MEDICINE_RULE = re.compile(
+    r"\b(?:do not|don'?t|never|avoid|before|without|check\w*|ask\w*|call\w*)\b[^.;]{0,60}\bnew (?:\w+ ){0,2}"
+    r"(?:medicines?|medications?|meds|drugs?|supplements?|herbals?|vitamins?|products?|prescriptions?)\b"
+)
 _GENERIC_SCOPE = re.compile(r"\b(?:scope|scopes|scoped|scoping)\b")
 _VACCINE_DENIED = re.compile(
     r"\bnever (?:ever )?(?:had|got|gotten|received|taken|done)\b|\bhaven'?t ever (?:had|got|gotten)\b|\bnot (?:a )?single (?:one|dose|shot)\b|"
@@ -204,7 +210,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.12.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.13.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -601,6 +607,7 @@ class RulesReconciler(Reconciler):
             v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:4])
             # therapeutic duplication: what the record already prescribes of the same class
             v.cite(*ctx.idx.meds_of_classes(classes - _BROAD_CLASSES)[:2])
+            self._cite_new_medicine_rule(v, ctx)
             v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
         for sev, safe, why, partners in interactions:
             v.raise_to(sev, safe)
@@ -625,6 +632,21 @@ class RulesReconciler(Reconciler):
             v.cites.insert(1 if v.cites else 0, careplan)  # the restricting plan right after what it is about
         self._protected_drug(v, clause, ctx)
         return v
+
+    def _cite_new_medicine_rule(self, v: Verdict, ctx: Context) -> None:
+        """A plan that says to check before starting any new medicine or supplement is what an undocumented one runs into."""
+        for entry, _ in ctx.idx.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            for activity in careplan_activities(entry):
+                text = regex_text(activity)
+                if _NEW_MEDICINE_RULE.search(text):
+                    v.cite(entry)
+                    for row in self.kb.protected_classes:  # and the drug that rule protects (warfarin, a transplant drug)
+                        if any(f" {norm(t).strip()} " in f" {norm(activity)} " for t in row["terms"]) or any(
+                                f" {norm(t).strip()} " in f" {norm(careplan_text_of(entry))} " for t in row["terms"]):
+                            v.cite(*ctx.idx.meds_of_classes({row["class"]})[:1])
+                    return
 
     def _protected_drug(self, v: Verdict, clause: str, ctx: Context) -> None:
         """A restriction that guards an active high-risk drug (vitamin K with warfarin) is a safety matter: raise and cite the drug."""
