@@ -533,3 +533,13 @@ def test_an_undocumented_supplement_cites_the_plans_check_before_new_medicines_r
     record = build_clinical_record(resources_from_bundle({"resourceType": "Bundle", "type": "collection", "entry": [{"resource": r} for r in resources]}))
     finding = judge(record, "medication", "I started a turmeric capsule every morning last week", attributes={"drug": "turmeric", "action": "started"})
     assert finding.kind in ("gap", "contradiction") and {"cp-kidney-tx", "rx-tac"} <= cited(finding)
+
+
+@pytest.mark.parametrize(("quote", "lapse"), [
+    ("Honestly I fell off the low sodium thing over the holidays, ham every night", True),
+    ("I've been cheating on my sodium limit at barbecues", True),
+    ("Sticking with the sodium limit, reading every label", False),
+])
+def test_a_named_plan_diet_the_patient_is_not_keeping_is_a_lapse(record: ClinicalRecord, quote: str, lapse: bool) -> None:
+    finding = judge(record, "lifestyle", quote)
+    assert (finding.kind == "contradiction" and "careplan-ckd" in cited(finding)) is lapse

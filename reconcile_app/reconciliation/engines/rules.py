@@ -61,6 +61,13 @@ _NEW_MEDICINE_RULE = re.compile(
     r"\b(?:do not|don'?t|never|avoid|before|without|check\w*|ask\w*|call\w*)\b[^.;]{0,60}\bnew (?:\w+ ){0,2}"
     r"(?:medicines?|medications?|meds|drugs?|supplements?|herbals?|vitamins?|products?|prescriptions?)\b"
 )
+# a named diet in a care plan ("strict gluten-free diet", "low sodium diet", "renal diet") and lapses from one
+_DIET_NAME = re.compile(r"\b((?:[a-z]+[- ]){1,2})(?:diet|free)\b")
+_DIET_GENERIC = {"diet", "free", "low", "strict", "a", "the", "healthy", "follow", "on", "keep", "and", "per", "day", "high", "with", "plan", "to"}
+_DIET_LAPSE = re.compile(
+    r"\bcheat\w*|\b(?:fell|fallen|falling|been|went|go|going) off (?:of )?(?:my|the)\b|\bnot (?:really )?(?:following|sticking|keeping|doing)\b|"
+    r"\b(?:slipp\w*|blew|blown|blowing|ignor\w*) (?:on |up )?(?:my|the)\b|\bgave up (?:on )?(?:my|the)\b"
+)
 _GENERIC_SCOPE = re.compile(r"\b(?:scope|scopes|scoped|scoping)\b")
 _VACCINE_DENIED = re.compile(
     r"\bnever (?:ever )?(?:had|got|gotten|received|taken|done)\b|\bhaven'?t ever (?:had|got|gotten)\b|\bnot (?:a )?single (?:one|dose|shot)\b|"
@@ -210,7 +217,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.13.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.14.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -1203,10 +1210,32 @@ class RulesReconciler(Reconciler):
                                    f"Care plan asks: {activity[:100]}; patient reports stopping it.").cite(entry)
         return None
 
+    def _diet_lapse(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """A documented diet the patient names and says they are not keeping ("cheating on my low-sodium diet")."""
+        quote = regex_text(m.quote)
+        if m.assertion != Assertion.AFFIRMED or not _DIET_LAPSE.search(quote):
+            return None
+        words = set(re.findall(r"[a-z]+", quote))
+        for entry, text in ctx.idx.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            for phrase in _DIET_NAME.findall(regex_text(text)):
+                named = [w for w in re.findall(r"[a-z]+", phrase) if w not in _DIET_GENERIC]
+                if named and named[-1] in words:  # the word that names the diet: "gluten", "sodium", "renal"
+                    v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-diet-lapse", Severity.LOW, False,
+                                f"Care plan documents a {phrase.strip()}; patient reports not keeping to it.")
+                    v.cite(entry)
+                    v.cite(*_addressed(ctx, entry)[:2])
+                    return v
+        return None
+
     def _diet_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
         """A habitual food or drink against a documented diet (a low-salt plan and fast food every day)."""
         if m.assertion != Assertion.AFFIRMED:
             return None
+        lapse = self._diet_lapse(m, ctx)
+        if lapse is not None:
+            return lapse
         quote = regex_text(m.quote)
         if not any(p.search(quote) for p in self.kb.excess) or _STOP.search(quote):
             return None
