@@ -46,6 +46,7 @@ class DrugClass:
     source: str
     procedures: tuple[str, ...] = ()  # record procedures that make the drug critical (a stent for an antiplatelet)
     devices: tuple[str, ...] = ()  # delivery devices ("pump"): taking one off stops the drug, when the record's order names it
+    forms: tuple[str, ...] = ()  # dosage-form words ("inhaler", "disk", "pen") that ground an extractor's class in the quote
     periprocedural: bool = False  # a procedure in a patient on it needs a hold/bridge plan: outside procedures cite it
     cross_reactive: bool = False  # an allergy to one member is an allergy warning for the others (sourced per row)
 
@@ -274,7 +275,7 @@ def load_knowledge() -> Knowledge:
         r["id"]: DrugClass(r["id"], r["label"], _t(r["lay"]), _t(r["parents"]), _t(r["indications"]),
                            (r["stop"][0], bool(r["stop"][1])), (r["change"][0], bool(r["change"][1])),
                            (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"], _t(r.get("procedures")),
-                           _t(r.get("devices")), bool(r.get("periprocedural", False)), bool(r.get("cross_reactive", False)))
+                           _t(r.get("devices")), _t(r.get("forms")), bool(r.get("periprocedural", False)), bool(r.get("cross_reactive", False)))
         for r in _load("drug_classes.json")
     }
     drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]

@@ -543,3 +543,9 @@ def test_an_undocumented_supplement_cites_the_plans_check_before_new_medicines_r
 def test_a_named_plan_diet_the_patient_is_not_keeping_is_a_lapse(record: ClinicalRecord, quote: str, lapse: bool) -> None:
     finding = judge(record, "lifestyle", quote)
     assert (finding.kind == "contradiction" and "careplan-ckd" in cited(finding)) is lapse
+
+
+def test_a_described_inhaler_resolved_to_its_class_stops_the_recorded_controller(record: ClinicalRecord) -> None:
+    finding = judge(record, "medication", "I gave up the orange inhaler a month ago, it made my throat raw",
+                    attributes={"drug_class": "inhaled controller", "action": "stopped"})
+    assert finding.kind == "contradiction" and "medrx-fluticasone" in cited(finding)

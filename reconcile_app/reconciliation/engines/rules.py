@@ -217,7 +217,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.14.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.15.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -340,6 +340,14 @@ class RulesReconciler(Reconciler):
         grounded = drugs_in_text(m.quote, self.kb)
         named_text = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
         named = drugs_in_text(named_text, self.kb) if named_text else DrugMention()
+        if not named and not grounded and named_text:
+            # the extractor resolved a described device ("the orange disk one") to a class by its name: keep the class
+            # when the quote names one of its dosage forms; the record then says which order of that class is meant
+            text, words = f" {norm(named_text)} ", set(norm(m.quote).split())
+            forms = {c.id for c in self.kb.classes.values() if c.forms and (f" {norm(c.label).strip()} " in text or f" {c.id.replace('_', ' ')} " in text)
+                     and words & set(c.forms)}
+            if forms:
+                return DrugMention(lay_classes=forms)
         if named:
             drugs = [d for d in named.drugs if d in grounded.drugs]
             classes = named.lay_classes & grounded.lay_classes
