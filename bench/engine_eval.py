@@ -125,6 +125,9 @@ _FIRST_PERSON = [
     (r"^Has\b", "I have"), (r"^Had\b", "I had"), (r"^Is\b", "I am"), (r"^Was\b", "I was"),
     (r"^(?=[A-Z][a-z]+(?:ed|s)\b)", "I "),
     (r"\b(?:she|he)(?:'s| is)\b", "I'm"), (r"\b(?:she|he) has\b", "I have"), (r"\b(?:she|he) was\b", "I was"),
+    (r"^(?:Her|His|Their)\b", "My"),
+    # "her" as an object ("brought her up", "gave her a", "told her.") is "me", not "my"
+    (r"\bher\b(?=\s+(?:up|down|out|off|back|home|to|into|on|over|a|an|the|some|that|this|it)\b|[.,;!?]|$)", "me"),
     (r"\b(?:she|he|they)\b", "I"), (r"\b(?:her|his|their)\b(?=\s)", "my"), (r"\b(?:him|her|them)\b", "me"),
     (r"\b(?:herself|himself)\b", "myself"),
 ]

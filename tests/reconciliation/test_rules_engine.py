@@ -549,3 +549,16 @@ def test_a_described_inhaler_resolved_to_its_class_stops_the_recorded_controller
     finding = judge(record, "medication", "I gave up the orange inhaler a month ago, it made my throat raw",
                     attributes={"drug_class": "inhaled controller", "action": "stopped"})
     assert finding.kind == "contradiction" and "medrx-fluticasone" in cited(finding)
+
+
+def test_a_pump_off_for_a_shower_is_routine() -> None:
+    record = _pump_record("Continuous subcutaneous infusion via insulin pump; basal and bolus per settings")
+    finding = judge(record, "lifestyle", "I took my pump off to shower and clipped it right back on")
+    assert finding.kind != "contradiction"
+
+
+def test_a_medication_memory_about_taking_the_pump_off_is_the_stop() -> None:
+    record = _pump_record("Continuous subcutaneous infusion via insulin pump; basal and bolus per settings")
+    finding = judge(record, "medication", "Took my insulin pump off for the long weekend and only did a few shots when I ate",
+                    attributes={"drug": "insulin", "action": "taking"})
+    assert (finding.kind, finding.safety_critical) == ("contradiction", True)

@@ -48,7 +48,7 @@ _STOP_REFERRING = re.compile(
 )
 # a delivery device taken off: "took my pump off", "disconnected the pump for the weekend", "pump break"
 _DEVICE_OFF = re.compile(
-    r"\b(?:took|take|taking|pulled|pull|had) (?:my |the |it |them )?(?:\w+ )?(?:off|out)\b|\b(?:disconnect\w*|unhook\w*|detach\w*)\b|"
+    r"\b(?:took|take|taking|pulled|pull|had) (?:my |the |her |his |their |it |them )?(?:\w+ ){0,2}(?:off|out)\b|\b(?:disconnect\w*|unhook\w*|detach\w*)\b|"
     r"\b(?:pump|pod) (?:break|vacation|holiday)\b|\bwithout (?:my |the )?(?:pump|pod)\b"
 )
 _PLANNED = re.compile(
@@ -73,6 +73,8 @@ _VACCINE_DENIED = re.compile(
     r"\bnever (?:ever )?(?:had|got|gotten|received|taken|done)\b|\bhaven'?t ever (?:had|got|gotten)\b|\bnot (?:a )?single (?:one|dose|shot)\b|"
     r"\b(?:shot|shots|vaccine|vaccines|jab|jabs)\W+never\b|\bnever (?:got|get) (?:around to|vaccinated)\b"
 )
+# routine short disconnections (a shower, a swim, a few minutes) are how pumps are used, not a stop
+_BRIEF_DISCONNECT = re.compile(r"\b(?:to|for) (?:a |my )?(?:shower|swim|bath)|\bright back\b|\bfew minutes\b|\b(?:an|half an|one) hour\b|\bfor (?:a )?minutes?\b")
 _SKIP = re.compile(r"\b(?:skip\w*|miss(?:ed|ing)|forg[eo]t\w*|every other day instead|only some days)\b")
 _SKIP_HABIT = re.compile(r"\b(?:skipp(?:ing|ed) (?:it|them|doses|a few|most|some|days|a lot)|(?:missing|missed) (?:a lot of|most|several|a few|lots of) (?:doses|days|pills))\b")
 _HALF = re.compile(r"\b(?:half|halv\w*|cut (?:it|them|the \w+|my \w+(?: \w+)?) in (?:half|two)|split (?:it|them|the pills?))\b")
@@ -217,7 +219,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.15.0"  # bump whenever a finding can change: it keys run idempotency
+    version = "1.16.0"  # bump whenever a finding can change: it keys run idempotency
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
@@ -518,6 +520,9 @@ class RulesReconciler(Reconciler):
         quote = regex_text(m.quote)
         if _THIRD_PERSON.search(quote) and not _FIRST_PERSON_USE.search(quote):
             return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
+        device = self._device_stopped(m, ctx)
+        if device is not None:
+            return device  # "took my insulin pump off": the device names the order, whatever else the quote names
         mention = self._drug_mention(m)
         if not mention:
             device = self._device_stopped(m, ctx)
@@ -1261,7 +1266,7 @@ class RulesReconciler(Reconciler):
     def _device_stopped(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
         """Taking off or disconnecting the device an active order is delivered by ("took my pump off") stops that drug."""
         quote = regex_text(m.quote)
-        if m.assertion != Assertion.AFFIRMED or not _DEVICE_OFF.search(quote):
+        if m.assertion != Assertion.AFFIRMED or not _DEVICE_OFF.search(quote) or _BRIEF_DISCONNECT.search(quote):
             return None
         for cls in self.kb.classes.values():
             for device in cls.devices:
