@@ -15,6 +15,7 @@ if not env_str("CELERY_BROKER_URL"):
         "data_folder_out": str(_BROKER_DIR / "queue"),
         "processed_folder": str(_BROKER_DIR / "processed"),
         "store_processed": False,
+        "control_folder": str(_BROKER_DIR / "control"),  # kombu defaults to ./control in the cwd
     }
 
 # The file-system transport has no host; kombu warns about it on every connection.

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         from reconcile_app.demo.services import DEMO_PASSWORD, demo_seed
 
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
-        for sub in ("broker/queue", "broker/processed"):
+        for sub in ("broker/queue", "broker/processed", "broker/control"):
             (Path(settings.VAR_DIR) / sub).mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         base_url = f"http://{options['addr']}"
