@@ -14,7 +14,18 @@ from reconcile_app.transcripts.models import Session
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_demo_seed_runs_the_whole_pipeline_and_is_idempotent(django_capture_on_commit_callbacks):
+@pytest.fixture
+def eager_celery():  # type: ignore[no-untyped-def]
+    """Run the pipeline in-process even where CI points Celery at Redis (no worker in this test)."""
+    from config.celery_app import app
+
+    saved = {key: app.conf.get(key) for key in ("task_always_eager", "task_eager_propagates")}
+    app.conf.update(task_always_eager=True, task_eager_propagates=True)
+    yield
+    app.conf.update(saved)
+
+
+def test_demo_seed_runs_the_whole_pipeline_and_is_idempotent(django_capture_on_commit_callbacks, eager_celery):
     with django_capture_on_commit_callbacks(execute=True):
         seed = demo_seed(base_url="http://127.0.0.1:8000")
     assert sorted(seed.users_created) == ["admin", "nurse"]
