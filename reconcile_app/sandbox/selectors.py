@@ -49,7 +49,7 @@ class PersonRow:
     birth_date: str = ""
 
 
-def _human_name(resource: dict[str, Any]) -> str:
+def human_name(resource: dict[str, Any]) -> str:
     for name in resource.get("name") or []:
         if name.get("text"):
             return str(name["text"])
@@ -75,7 +75,7 @@ def sandbox_patient_list(*, today: date | None = None) -> list[PersonRow]:
     for resource in SandboxResource.objects.filter(resource_type="Patient").order_by("fhir_id").values_list("json", flat=True):
         birth = str(resource.get("birthDate", ""))
         rows.append(PersonRow(
-            fhir_id=str(resource["id"]), name=_human_name(resource), sex=str(resource.get("gender", "")),
+            fhir_id=str(resource["id"]), name=human_name(resource), sex=str(resource.get("gender", "")),
             age=_age(birth, today) if birth else None, birth_date=birth,
         ))
     return sorted(rows, key=lambda r: r.name)
@@ -83,7 +83,7 @@ def sandbox_patient_list(*, today: date | None = None) -> list[PersonRow]:
 
 def sandbox_practitioner_list() -> list[PersonRow]:
     resources = SandboxResource.objects.filter(resource_type="Practitioner").order_by("fhir_id").values_list("json", flat=True)
-    return sorted((PersonRow(fhir_id=str(r["id"]), name=_human_name(r)) for r in resources), key=lambda r: r.name)
+    return sorted((PersonRow(fhir_id=str(r["id"]), name=human_name(r)) for r in resources), key=lambda r: r.name)
 
 
 def sandbox_patient_get(*, fhir_id: str) -> PersonRow | None:

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .fhirdata import CREATABLE_TYPES, bundle_resources, resource_patient_id
+from .selectors import human_name
 from .models import (
     SandboxAssertionJti,
     SandboxAuthCode,
@@ -208,6 +209,10 @@ def _id_token(*, grant: Grant, fhir_base: str, nonce: str = "") -> str:
     }
     if grant.practitioner_id:
         claims["fhirUser"] = f"Practitioner/{grant.practitioner_id}"
+        # OpenID's `name` claim, so the app can show who is signed in rather than an account id.
+        row = SandboxResource.objects.filter(resource_type="Practitioner", fhir_id=grant.practitioner_id).values_list("json", flat=True).first()
+        if row:
+            claims["name"] = human_name(row)
     if nonce:
         claims["nonce"] = nonce
     return jwt.encode(claims, key.private_key_pem, algorithm="RS256", headers={"kid": key.kid})

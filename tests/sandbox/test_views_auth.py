@@ -37,6 +37,7 @@ def test_ehr_launch_yields_context_tokens_and_id_token(client: Client, sandbox_d
     key = jwt.PyJWK(jwks["keys"][0])
     claims = jwt.decode(token["id_token"], key.key, algorithms=["RS256"], audience="reconcile-test", issuer=ISS)
     assert claims["fhirUser"] == "Practitioner/prac-1" and claims["sub"] == "prac-1"
+    assert claims["name"] == "Dr. Helen Okafor"  # OpenID name claim, shown by the app instead of an account id
 
 
 def test_tokens_and_signing_key_are_not_stored_in_clear(client: Client, sandbox_data: int, app_client) -> None:  # type: ignore[no-untyped-def]
