@@ -60,6 +60,17 @@ def memory_drafts_current(*, patient: Patient, before_session: Session | None = 
     return [memory_to_draft(m) for m in qs.order_by("mention_time", "seq")]
 
 
+def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
+    """Every unrevoked memory of the patient's earlier sessions (superseded states included), oldest first."""
+    qs = (
+        Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
+        .exclude(status=Memory.Status.REVOKED)
+        .select_related("turn")
+        .order_by("mention_time", "seq")
+    )
+    return [memory_to_draft(m) for m in qs]
+
+
 def memory_history(*, memory: Memory) -> list[Memory]:
     """Earlier states of the memory's chain, newest first (the chain keeps every state)."""
     if not memory.chain_key:

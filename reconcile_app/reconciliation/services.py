@@ -10,8 +10,7 @@ from reconcile_app.core.exceptions import PermanentError
 from reconcile_app.core.runs import run_mark_failed, run_mark_running
 from reconcile_app.fhir.models import RecordSnapshot
 from reconcile_app.fhir.selectors import clinical_record_for
-from reconcile_app.narrative.models import Memory
-from reconcile_app.narrative.selectors import memory_list_for_session, memory_to_draft
+from reconcile_app.narrative.selectors import memory_drafts_history, memory_list_for_session, memory_to_draft
 from reconcile_app.transcripts.models import Session
 
 from .engines import get_reconciler
@@ -29,15 +28,6 @@ def reconciliation_run_get_or_create(*, session: Session, snapshot: RecordSnapsh
     return run
 
 
-def _history_for(session: Session) -> list[Memory]:
-    return list(
-        Memory.objects.filter(patient=session.patient, session__started_at__lt=session.started_at)
-        .exclude(status=Memory.Status.REVOKED)
-        .select_related("turn")
-        .order_by("mention_time", "seq")
-    )
-
-
 def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> ReconciliationRun:
     """Idempotent like extraction: findings are written with the 'done' mark in one transaction."""
     run = ReconciliationRun.objects.select_related("session", "session__patient", "snapshot").get(pk=run_id)
@@ -50,7 +40,7 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> Rec
     reconciler = get_reconciler(engine or run.engine)
     record = clinical_record_for(snapshot=run.snapshot)
     memories = list(memory_list_for_session(session=session))
-    history = [memory_to_draft(m) for m in _history_for(session)]
+    history = memory_drafts_history(session=session)
     try:
         drafts = reconciler.reconcile([memory_to_draft(m) for m in memories], record, history=history)
     except PermanentError as exc:  # a RetryableError propagates to the task, which retries
