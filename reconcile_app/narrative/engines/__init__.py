@@ -1,9 +1,8 @@
 """Extraction engines behind one interface, chosen by the EXTRACTION_ENGINE setting or per run."""
 from __future__ import annotations
 
-from importlib import import_module
-
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from .base import Extractor
 
@@ -22,6 +21,5 @@ def get_extractor(name: str | None = None) -> Extractor:
     if name not in ENGINES:
         raise ValueError(f"unknown extraction engine {name!r}; choose from {sorted(ENGINES)}")
     if name not in _cache:
-        module_path, _, cls_name = ENGINES[name].rpartition(".")
-        _cache[name] = getattr(import_module(module_path), cls_name)()
+        _cache[name] = import_string(ENGINES[name])()
     return _cache[name]

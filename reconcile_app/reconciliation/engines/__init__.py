@@ -1,9 +1,8 @@
 """Reconciliation engines behind one interface, chosen by the RECONCILIATION_ENGINE setting or per run."""
 from __future__ import annotations
 
-from importlib import import_module
-
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from .base import Reconciler
 
@@ -21,6 +20,5 @@ def get_reconciler(name: str | None = None) -> Reconciler:
     if name not in ENGINES:
         raise ValueError(f"unknown reconciliation engine {name!r}; choose from {sorted(ENGINES)}")
     if name not in _cache:
-        module_path, _, cls_name = ENGINES[name].rpartition(".")
-        _cache[name] = getattr(import_module(module_path), cls_name)()
+        _cache[name] = import_string(ENGINES[name])()
     return _cache[name]
