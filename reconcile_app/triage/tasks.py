@@ -1,6 +1,8 @@
 """Triage tasks: the SLA sweep, clarification delivery and write-back (ids in, one service call)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from celery import shared_task
 
 from reconcile_app.core.exceptions import PermanentError, RetryableError
@@ -10,6 +12,19 @@ MAX_RETRIES = 5
 
 def _backoff(retries: int) -> int:
     return min(30 * 2**retries, 3600)
+
+
+def _send_or_retry(task, send: Callable[[], None], give_up: Callable[[str], None]) -> None:  # type: ignore[no-untyped-def]
+    """Retry a RetryableError with backoff, then give up visibly; a PermanentError is already recorded."""
+    try:
+        send()
+    except RetryableError as exc:
+        if task.request.retries >= task.max_retries:
+            give_up(f"gave up after {task.request.retries + 1} tries: {exc.message}")
+            return
+        raise task.retry(exc=exc, countdown=_backoff(task.request.retries))
+    except PermanentError:  # recorded on the item or write-back row; a retry cannot help
+        return
 
 
 @shared_task(name="reconcile_app.triage.tasks.sla_escalate_task")
@@ -23,27 +38,19 @@ def sla_escalate_task() -> int:
 def clarification_send_task(self, item_id: int) -> None:  # type: ignore[no-untyped-def]
     from .services import clarification_give_up, clarification_send
 
-    try:
-        clarification_send(item_id=item_id)
-    except RetryableError as exc:
-        if self.request.retries >= self.max_retries:
-            clarification_give_up(item_id=item_id, message=f"gave up after {self.request.retries + 1} tries: {exc.message}")
-            return
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
-    except PermanentError:  # already recorded on the item; a retry cannot help
-        return
+    _send_or_retry(
+        self,
+        lambda: clarification_send(item_id=item_id),
+        lambda message: clarification_give_up(item_id=item_id, message=message),
+    )
 
 
 @shared_task(bind=True, max_retries=MAX_RETRIES)
 def writeback_send_task(self, writeback_id: int) -> None:  # type: ignore[no-untyped-def]
     from .services import writeback_give_up, writeback_send
 
-    try:
-        writeback_send(writeback_id=writeback_id)
-    except RetryableError as exc:
-        if self.request.retries >= self.max_retries:
-            writeback_give_up(writeback_id=writeback_id, message=f"gave up after {self.request.retries + 1} tries: {exc.message}")
-            return
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
-    except PermanentError:  # recorded as FAILED on the write-back row
-        return
+    _send_or_retry(
+        self,
+        lambda: writeback_send(writeback_id=writeback_id),
+        lambda message: writeback_give_up(writeback_id=writeback_id, message=message),
+    )
