@@ -278,3 +278,29 @@ def _problem(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not JSON: {exc.msg} at char {exc.pos}"
     return exc.__class__.__name__
+
+
+class LlmEngine:
+    """What the LLM engines share: a versioned prompt, an injectable client and a version that keys
+    idempotency. Subclasses set `prompt_path` and `engine_version`; mix in before the engine ABC."""
+
+    prompt_path: Path
+    engine_version: str = "1.0.0"
+
+    def __init__(self, client: LlmClient | None = None) -> None:
+        self._client = client
+        self.last_usage: dict[str, int] = {}  # the latest call's token counts, for run stats
+
+    @property
+    def prompt(self) -> Prompt:
+        return load_prompt(self.prompt_path)
+
+    @property
+    def version(self) -> str:
+        # The model and prompt shape the output, so both key idempotency (40 chars fit the column).
+        model = (self._client.model if self._client else settings.OPENAI_MODEL) or ""
+        return f"{self.engine_version}+{self.prompt.version.rsplit('.', 1)[-1]}/{model}"[:40]
+
+    def client(self) -> LlmClient:
+        # Built per call from settings when none was given, so a settings change takes effect at once.
+        return self._client or LlmClient()

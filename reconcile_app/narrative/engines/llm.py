@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
-from reconcile_app.core.llm import LlmClient, load_prompt, neutralize
+from reconcile_app.core.llm import LlmEngine, neutralize
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.narrative.types import (
     Assertion,
@@ -212,26 +212,10 @@ def _windows(session: SessionInput, size: int, overlap: int) -> list[_Window]:
     return out
 
 
-class LlmExtractor(Extractor):
+class LlmExtractor(LlmEngine, Extractor):
     name = "llm"
-
-    def __init__(self, client: LlmClient | None = None) -> None:
-        self._client = client
-        self.last_usage: dict[str, int] = {}  # the latest session's token counts and drops, for run stats
-
-    @property
-    def prompt(self):  # type: ignore[no-untyped-def]
-        return load_prompt(PROMPT_PATH)
-
-    @property
-    def version(self) -> str:  # type: ignore[override]
-        # The model and prompt shape the output, so both key idempotency (40 chars fit the column).
-        model = (self._client.model if self._client else settings.OPENAI_MODEL) or ""
-        return f"{ENGINE_VERSION}+{self.prompt.version.rsplit('.', 1)[-1]}/{model}"[:40]
-
-    def client(self) -> LlmClient:
-        # Built per call from settings when none was given, so a settings change takes effect at once.
-        return self._client or LlmClient()
+    prompt_path = PROMPT_PATH
+    engine_version = ENGINE_VERSION
 
     def extract_session(
         self,

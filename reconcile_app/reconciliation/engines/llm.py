@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 
 from reconcile_app.core.exceptions import PermanentError
-from reconcile_app.core.llm import LlmClient, load_prompt, neutralize
+from reconcile_app.core.llm import LlmEngine, neutralize
 from reconcile_app.fhir.clinical import ClinicalRecord, curated_summary
 from reconcile_app.narrative.types import MemoryDraft
 from reconcile_app.reconciliation.gate import citation_gate
@@ -99,28 +99,14 @@ def memory_block(ref: str, memory: MemoryDraft, history: Sequence[MemoryDraft]) 
     return "\n".join(lines)
 
 
-class LlmReconciler(Reconciler):
+class LlmReconciler(LlmEngine, Reconciler):
     name = "llm"
-
-    def __init__(self, client: LlmClient | None = None) -> None:
-        self._client = client
-        self.last_usage: dict[str, int] = {}
-
-    @property
-    def prompt(self):  # type: ignore[no-untyped-def]
-        return load_prompt(PROMPT_PATH)
-
-    @property
-    def version(self) -> str:  # type: ignore[override]
-        model = (self._client.model if self._client else settings.OPENAI_MODEL) or ""
-        return f"{ENGINE_VERSION}+{self.prompt.version.rsplit('.', 1)[-1]}/{model}"[:40]
+    prompt_path = PROMPT_PATH
+    engine_version = ENGINE_VERSION
 
     @property
     def rule(self) -> str:
         return f"llm:{self.prompt.version}"
-
-    def client(self) -> LlmClient:
-        return self._client or LlmClient()
 
     def reconcile(
         self,
