@@ -3,14 +3,21 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+# A cold worker (Django set-up, Celery, the embedded beat) answers in a few seconds; this is the
+# most a slow, shared machine gets before the demo gives up rather than show a queue that never fills.
+WORKER_READY_SECONDS = 120
 
 
 class Command(BaseCommand):
@@ -23,34 +30,102 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from reconcile_app.demo.services import DEMO_PASSWORD, demo_seed
 
-        Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
+        var = Path(settings.VAR_DIR)
         for sub in ("broker/queue", "broker/processed", "broker/control"):
-            (Path(settings.VAR_DIR) / sub).mkdir(parents=True, exist_ok=True)
+            (var / sub).mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         base_url = f"http://{options['addr']}"
-        worker = None
-        if not options["seed_only"]:
-            # The worker starts first so the demo transcripts are processed as soon as they are queued.
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat", "--pool=solo",
-                 "--loglevel=WARNING", "--quiet", "-s", str(Path(settings.VAR_DIR) / "celerybeat-schedule")],
-                env={**os.environ, "PUBLIC_BASE_URL": base_url},
-            )
-        seed = demo_seed(base_url=base_url)
+        if options["seed_only"]:
+            seed = demo_seed(base_url=base_url)
+            self.stdout.write(self.style.SUCCESS(f"demo seeded: {seed.patients} sandbox patients, {seed.uploads} transcripts queued"))
+            return
+        node = f"demo-{os.getpid()}@{socket.gethostname()}"
+        # The worker starts first so the demo transcripts are processed as soon as they are queued.
+        worker = _worker_start(node=node, base_url=base_url, var=var)
+        try:
+            seed = demo_seed(base_url=base_url)
+            _worker_wait_ready(worker, node=node)
+        except BaseException:
+            _worker_stop(worker)
+            raise
         self.stdout.write(self.style.SUCCESS(
-            f"demo ready: {seed.patients} sandbox patients, {seed.uploads} transcripts queued"
+            f"demo ready: {seed.patients} sandbox patients, {seed.uploads} transcripts queued, worker {node} running"
         ))
         self.stdout.write(f"  EHR (sandbox) patient list: {base_url}/sandbox/ehr/   <- start here, launch the app for a patient")
         self.stdout.write(f"  Nurse queue:                {base_url}/triage/   (nurse / {DEMO_PASSWORD})")
         self.stdout.write(f"  Admin:                      {base_url}/triage/rules/   (admin / {DEMO_PASSWORD})")
-        if options["seed_only"]:
-            return
+        self.stdout.write(f"  Health:                     {base_url}/healthz")
+        self.stdout.flush()
+        watchdog = _Watchdog(worker)
+        # `kill <pid>` (SIGTERM) stops the demo like Ctrl-C does: the worker is stopped with it.
+        signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
         try:
             call_command("runserver", options["addr"], use_reloader=False)
+        except SystemExit:
+            pass  # runserver exits on Ctrl-C, or when the watchdog interrupts it
         finally:
-            if worker is not None and worker.poll() is None:
-                worker.send_signal(signal.SIGTERM)
-                try:
-                    worker.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+            watchdog.stopping = True
+            _worker_stop(worker)
+        if watchdog.died_with is not None:
+            raise CommandError(
+                f"The Celery worker exited unexpectedly (exit code {watchdog.died_with}); nothing uploaded would be "
+                "processed, so the demo stopped. Its output is above."
+            )
+
+
+def _worker_start(*, node: str, base_url: str, var: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker", "--beat", "--pool=solo",
+         "--loglevel=WARNING", "-n", node, "-s", str(var / "celerybeat-schedule")],
+        env={**os.environ, "PUBLIC_BASE_URL": base_url},
+        # Its own process group: Ctrl-C reaches the demo command, which then stops the worker, so a
+        # worker exit the demo did not ask for is always a failure.
+        start_new_session=True,
+    )
+
+
+def _worker_wait_ready(worker: subprocess.Popen, *, node: str) -> None:
+    """Wait for the worker's start-up heartbeat (worker_ready signal); fail loudly if it dies or never answers."""
+    from reconcile_app.core.models import WorkerHeartbeat
+
+    deadline = time.monotonic() + WORKER_READY_SECONDS
+    while time.monotonic() < deadline:
+        code = worker.poll()
+        if code is not None:
+            raise CommandError(
+                f"The Celery worker exited during start-up (exit code {code}); its output is above. "
+                "The demo cannot process transcripts without it."
+            )
+        if WorkerHeartbeat.objects.filter(hostname=node).exists():
+            return
+        time.sleep(0.25)
+    raise CommandError(f"The Celery worker did not report ready within {WORKER_READY_SECONDS} s; its output is above.")
+
+
+def _worker_stop(worker: subprocess.Popen) -> None:
+    if worker.poll() is not None:
+        return
+    worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+
+
+class _Watchdog:
+    """Interrupts the web server when the worker dies, so the demo never runs on without one."""
+
+    def __init__(self, worker: subprocess.Popen) -> None:
+        self.worker = worker
+        self.stopping = False
+        self.died_with: int | None = None
+        threading.Thread(target=self._watch, name="demo-worker-watchdog", daemon=True).start()
+
+    def _watch(self) -> None:
+        code = self.worker.wait()
+        if self.stopping:
+            return
+        self.died_with = code
+        sys.stderr.write(f"\nThe Celery worker exited (exit code {code}): stopping the demo.\n")
+        os.kill(os.getpid(), signal.SIGINT)
