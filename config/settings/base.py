@@ -71,6 +71,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "reconcile_app.core.context_processors.navigation",
+                "reconcile_app.smart.context_processors.launch_context",
             ],
         },
     },

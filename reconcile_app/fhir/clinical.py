@@ -273,7 +273,28 @@ def _detail(resource_type: str, resource: dict) -> str:
     return ""
 
 
-def _entry(resource: dict) -> ClinicalEntry | None:
+def _medication_concept(resource: dict, medications: dict[str, dict]) -> Any:
+    """medicationCodeableConcept, or the code of the Medication that medicationReference points at
+    (contained `#id` or `Medication/id` in the same record): EHRs and Synthea use both."""
+    concept = resource.get("medicationCodeableConcept")
+    if isinstance(concept, dict):
+        return concept
+    ref = resource.get("medicationReference")
+    if not isinstance(ref, dict):
+        return None
+    target = str(ref.get("reference") or "")
+    medication: Any = None
+    if target.startswith("#"):
+        medication = next((c for c in resource.get("contained") or [] if isinstance(c, dict) and c.get("id") == target[1:]), None)
+    elif target.startswith("Medication/"):
+        medication = medications.get(target.split("/", 1)[1])
+    code = medication.get("code") if isinstance(medication, dict) else None
+    if isinstance(code, dict):
+        return code
+    return {"text": ref["display"]} if ref.get("display") else None
+
+
+def _entry(resource: dict, medications: dict[str, dict] | None = None) -> ClinicalEntry | None:
     rtype = resource.get("resourceType")
     rid = resource.get("id")
     if rtype not in CLINICAL_TYPES or not isinstance(rid, str):
@@ -290,6 +311,8 @@ def _entry(resource: dict) -> ClinicalEntry | None:
         "Encounter": "type",
     }.get(rtype, "code")
     concept = resource.get(concept_key)
+    if rtype in ("MedicationRequest", "MedicationStatement"):
+        concept = _medication_concept(resource, medications or {})
     if rtype == "Encounter" and isinstance(concept, list):
         concept = concept[0] if concept else None
     codings = _codings(concept)
@@ -341,6 +364,10 @@ def build_clinical_record(resources: Iterable[dict]) -> ClinicalRecord:
     patient = PatientInfo()
     entries: list[ClinicalEntry] = []
     warnings: list[dict[str, str]] = []
+    resources = list(resources)
+    medications = {
+        str(r["id"]): r for r in resources if isinstance(r, dict) and r.get("resourceType") == "Medication" and r.get("id")
+    }
     for resource in resources:
         if not isinstance(resource, dict):
             warnings.append({"resourceType": "?", "id": "?", "problem": "not a JSON object"})
@@ -350,7 +377,7 @@ def build_clinical_record(resources: Iterable[dict]) -> ClinicalRecord:
             if rtype == "Patient":
                 patient = _patient_info(resource)
                 continue
-            entry = _entry(resource)
+            entry = _entry(resource, medications)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             warnings.append({"resourceType": rtype, "id": str(resource.get("id") or "?"), "problem": exc.__class__.__name__})
             continue
@@ -366,22 +393,78 @@ def resources_from_bundle(bundle: dict) -> list[dict]:
 # --- what people and engines see ------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SafetyItem:
+    """One line of the safety context: an entry, standing for every record entry with the same code."""
+
+    entry: ClinicalEntry
+    count: int = 1  # record entries merged into this line (same code)
+    verification: str = ""  # "" when confirmed or not stated; else e.g. unconfirmed, provisional
+
+    @property
+    def display(self) -> str:
+        return self.entry.display
+
+    @property
+    def detail(self) -> str:
+        return self.entry.detail
+
+    @property
+    def ref(self) -> str:
+        return f"{self.entry.resource_type}/{self.entry.id}"
+
+
 @dataclass
 class SafetyContext:
     """Always on screen: active allergies, medications and conditions, with age and sex."""
 
     age: int | None
     sex: str
-    allergies: list[ClinicalEntry]
-    medications: list[ClinicalEntry]
-    conditions: list[ClinicalEntry]
+    allergies: list[SafetyItem]
+    medications: list[SafetyItem]
+    conditions: list[SafetyItem]
     no_known_allergies: bool
 
 
 NO_KNOWN_ALLERGY_CODES = {"716186003", "409137002", "428607008"}
+CONFIRMED = ("", "confirmed")
+
+
+def _verification(entry: ClinicalEntry) -> str:
+    return _status_code(entry.raw.get("verificationStatus"))
+
+
+def _same_concept_groups(entries: list[ClinicalEntry]) -> list[list[ClinicalEntry]]:
+    """Entries grouped when they share any (system, code), or, uncoded, the same name. Repeated diagnoses
+    (one per encounter) and a request plus a statement for the same drug are one fact on screen."""
+    groups: list[list[ClinicalEntry]] = []
+    index: dict[tuple[str, str], int] = {}
+    for entry in entries:
+        keys = [(c.system, c.code) for c in entry.codings] or [("text", " ".join(entry.display.lower().split()))]
+        hit = next((index[k] for k in keys if k in index), None)
+        if hit is None:
+            hit = len(groups)
+            groups.append([])
+        groups[hit].append(entry)
+        for key in keys:
+            index.setdefault(key, hit)
+    return groups
+
+
+def _safety_items(entries: list[ClinicalEntry]) -> list[SafetyItem]:
+    items = []
+    for group in _same_concept_groups(entries):
+        # The confirmed, most recent entry speaks for the group (its dose or reaction is the current one).
+        best = max(group, key=lambda e: (_verification(e) in CONFIRMED, e.date))
+        verification = _verification(best)
+        items.append(SafetyItem(entry=best, count=len(group), verification="" if verification in CONFIRMED else verification))
+    return sorted(items, key=lambda i: i.display.lower())
 
 
 def safety_context(record: ClinicalRecord, *, today: date | None = None) -> SafetyContext:
+    """Every active allergy, medication and condition, whatever its category (problem-list item, encounter
+    diagnosis, health concern), one line per code. Refuted and entered-in-error entries are not active;
+    an unconfirmed or provisional one is kept, labelled, because a possible allergy still matters."""
     today = today or date.today()
     allergies = record.active_allergies
     nka = bool(allergies) and all(
@@ -390,12 +473,11 @@ def safety_context(record: ClinicalRecord, *, today: date | None = None) -> Safe
     return SafetyContext(
         age=record.patient.age_on(today),
         sex=record.patient.sex,
-        allergies=[] if nka else [a for a in allergies if not any(c.code in NO_KNOWN_ALLERGY_CODES for c in a.codings)],
-        medications=sorted(record.active_medications, key=lambda e: e.display.lower()),
-        conditions=sorted(
-            [c for c in record.active_conditions if "encounter-diagnosis" not in c.category],
-            key=lambda e: e.display.lower(),
+        allergies=[] if nka else _safety_items(
+            [a for a in allergies if not any(c.code in NO_KNOWN_ALLERGY_CODES for c in a.codings)]
         ),
+        medications=_safety_items(record.active_medications),
+        conditions=_safety_items(record.active_conditions),
         no_known_allergies=nka,
     )
 

@@ -1,15 +1,19 @@
 """Reads of the clinical stream."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 
+from django.conf import settings
 from django.db.models import Max, OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest
+from django.utils import timezone
 
 from reconcile_app.core.decorators import deny
 from reconcile_app.core.roles import Role, user_roles
 
-from .clinical import ClinicalRecord, build_clinical_record
+from .clinical import ClinicalRecord, SafetyContext, build_clinical_record, safety_context
 from .models import Patient, RecordPull, RecordSnapshot
 
 
@@ -34,6 +38,41 @@ def pull_latest(*, patient: Patient) -> RecordPull | None:
 
 def pull_last_ok(*, patient: Patient) -> RecordPull | None:
     return RecordPull.objects.filter(patient=patient, status=RecordPull.Status.OK).order_by("-finished_at", "-pk").first()
+
+
+def pull_stalled(pull: RecordPull | None) -> bool:
+    """A pull still RUNNING past the task time limit died with its worker: stop waiting for it."""
+    if pull is None or pull.status != RecordPull.Status.RUNNING:
+        return False
+    limit = timedelta(seconds=int(getattr(settings, "CELERY_TASK_TIME_LIMIT", 900)))
+    return pull.started_at < timezone.now() - limit
+
+
+@dataclass
+class ClinicalState:
+    """What every patient page shows of the clinical stream, and whether a pull is still on its way."""
+
+    snapshot: RecordSnapshot | None
+    record: ClinicalRecord | None
+    safety: SafetyContext | None
+    pull: RecordPull | None
+    last_ok: RecordPull | None
+    stalled: bool
+
+    @property
+    def pending(self) -> bool:
+        """A pull was requested and has not finished: pages poll until it has."""
+        return self.pull is not None and self.pull.status == RecordPull.Status.RUNNING and not self.stalled
+
+
+def patient_clinical_state(*, patient: Patient) -> ClinicalState:
+    snapshot = snapshot_latest(patient=patient)
+    record = clinical_record_for(snapshot=snapshot) if snapshot else None
+    pull = pull_latest(patient=patient)
+    return ClinicalState(
+        snapshot=snapshot, record=record, safety=safety_context(record) if record else None,
+        pull=pull, last_ok=pull_last_ok(patient=patient), stalled=pull_stalled(pull),
+    )
 
 
 def patient_list() -> QuerySet[Patient]:

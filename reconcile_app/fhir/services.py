@@ -211,14 +211,30 @@ def _pull_failed(pull: RecordPull, exc: Exception, *, retryable: bool, message: 
     return pull
 
 
-def record_pull(*, patient: Patient, launch: SmartLaunch | None = None) -> RecordPull:
+def _user_launch(launch: SmartLaunch | None) -> SmartLaunch | None:
+    return launch if launch is not None and launch.kind != SmartLaunch.Kind.BACKEND else None
+
+
+def record_pull_request(*, patient: Patient, launch: SmartLaunch | None = None) -> RecordPull:
+    """Queue a pull. Its row exists from now on, so every page of the patient knows one is on its way
+    (and polls until it finishes) even before a worker picks it up."""
+    from .tasks import record_pull_task
+
+    pull = RecordPull.objects.create(patient=patient, launch=_user_launch(launch))
+    record_pull_task.delay_on_commit(patient.pk, launch.pk if launch is not None else None, pull.pk)
+    return pull
+
+
+def record_pull(*, patient: Patient, launch: SmartLaunch | None = None, pull_id: int | None = None) -> RecordPull:
     """Pull the record (user launch if given, else Backend Services) into a new snapshot version.
 
+    `pull_id` is the row record_pull_request queued; a retry after a failed attempt gets a new row.
     A failure is recorded on the RecordPull and leaves the last good snapshot as it is.
     """
-    pull = RecordPull.objects.create(
-        patient=patient, launch=launch if launch is not None and launch.kind != SmartLaunch.Kind.BACKEND else None
-    )
+    pull = (
+        RecordPull.objects.filter(pk=pull_id, patient=patient, status=RecordPull.Status.RUNNING, finished_at__isnull=True).first()
+        if pull_id else None
+    ) or RecordPull.objects.create(patient=patient, launch=_user_launch(launch))
     try:
         if patient.registration is None:
             raise PermanentError("This record was imported from a file, not pulled from an EHR.")
@@ -249,12 +265,10 @@ def record_pull(*, patient: Patient, launch: SmartLaunch | None = None) -> Recor
 
 def launch_patient_open(*, launch: SmartLaunch) -> Patient:
     """After a launch: read the launch's Patient, keep it locally and queue a pull of the whole record."""
-    from .tasks import record_pull_task
-
     access = fhir_access_for(registration=launch.registration, launch=launch)
     resource = access.get(f"{access.base.rstrip('/')}/Patient/{quote(launch.patient_fhir_id, safe='')}")
     if resource.get("resourceType") != "Patient" or str(resource.get("id")) != launch.patient_fhir_id:
         raise EhrProtocolError("The EHR returned a different resource for the patient.")
     patient = patient_upsert_from_resource(resource=resource, registration=launch.registration)
-    record_pull_task.delay_on_commit(patient.pk, launch.pk)
+    record_pull_request(patient=patient, launch=launch)
     return patient

@@ -14,7 +14,7 @@ from reconcile_app.core.exceptions import RetryableError
     max_retries=5,
     ignore_result=True,
 )
-def record_pull_task(self, patient_id: int, launch_id: int | None = None) -> None:  # type: ignore[no-untyped-def]
+def record_pull_task(self, patient_id: int, launch_id: int | None = None, pull_id: int | None = None) -> None:  # type: ignore[no-untyped-def]
     """Pull with the user's launch when given (and still alive), else with Backend Services."""
     from reconcile_app.smart.models import SmartLaunch
 
@@ -25,7 +25,7 @@ def record_pull_task(self, patient_id: int, launch_id: int | None = None) -> Non
     launch = SmartLaunch.objects.select_related("registration").filter(pk=launch_id).first() if launch_id else None
     if launch is not None and launch.status != SmartLaunch.Status.ACTIVE:
         launch = None  # the user has gone; Backend Services takes over
-    pull = record_pull(patient=patient, launch=launch)
+    pull = record_pull(patient=patient, launch=launch, pull_id=pull_id)
     # Eager (in-process) runs block a request: the failure is recorded and shown, not retried inline.
     if pull.status == pull.Status.FAILED and pull.retryable and not self.request.is_eager:
         raise RetryableError(pull.error)

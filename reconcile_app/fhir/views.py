@@ -1,14 +1,12 @@
 """Clinical-stream pages: the patient list (nurses, admins) and the status-aware patient record."""
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from reconcile_app.audit.services import audit_record
@@ -19,13 +17,14 @@ from reconcile_app.smart.exceptions import LaunchExpired
 from reconcile_app.smart.models import SmartLaunch
 from reconcile_app.smart.selectors import launch_for_session
 
-from .clinical import State, safety_context
-from .forms import PatientFilterForm
-from .models import Patient, RecordPull
-from .selectors import clinical_record_for, patient_get_for_user, patient_list as patient_list_query
-from .selectors import pull_last_ok, pull_latest, snapshot_latest
-from .services import launch_patient_open
-from .tasks import record_pull_task
+from .clinical import State
+from .forms import LiveForm, PatientFilterForm
+from .models import Patient
+from .selectors import patient_clinical_state, patient_get_for_user, patient_list as patient_list_query
+from .services import launch_patient_open, record_pull_request
+
+# Where a clinician lands after a launch.
+LANDING_URL_NAME = "triage:patient_findings"
 
 
 def _session_launch(request: HttpRequest, patient: Patient) -> SmartLaunch | None:
@@ -34,14 +33,6 @@ def _session_launch(request: HttpRequest, patient: Patient) -> SmartLaunch | Non
     if launch is None or launch.registration_id != patient.registration_id or launch.patient_fhir_id != patient.fhir_id:
         return None
     return launch
-
-
-def _pull_stalled(pull: RecordPull | None) -> bool:
-    """A pull still RUNNING past the task time limit died with its worker: stop waiting for it."""
-    if pull is None or pull.status != RecordPull.Status.RUNNING:
-        return False
-    limit = timedelta(seconds=int(getattr(settings, "CELERY_TASK_TIME_LIMIT", 900)))
-    return pull.started_at < timezone.now() - limit
 
 
 def _observation_rows(record: Any) -> list[dict[str, Any]]:
@@ -53,22 +44,23 @@ def _observation_rows(record: Any) -> list[dict[str, Any]]:
 
 
 def patient_page_context(request: HttpRequest, patient: Patient) -> dict[str, Any]:
-    """Everything a patient page shows; other apps may reuse it for their patient pages."""
+    """Everything the record page shows (the banner and safety context come with base.html)."""
     launch = _session_launch(request, patient)
-    snapshot = snapshot_latest(patient=patient)
-    record = clinical_record_for(snapshot=snapshot) if snapshot else None
-    pull = pull_latest(patient=patient)
+    state = patient_clinical_state(patient=patient)
+    record = state.record
     context: dict[str, Any] = {
         "patient": patient,
         "launch": launch,
         "launch_expired": launch is not None and launch.status == SmartLaunch.Status.EXPIRED,
-        "show_banner": launch.need_patient_banner if launch is not None else True,
-        "snapshot": snapshot,
-        "pull": pull,
-        "pull_stalled": _pull_stalled(pull),
-        "last_ok": pull_last_ok(patient=patient),
-        "safety": safety_context(record) if record else None,
+        "snapshot": state.snapshot,
+        "pull": state.pull,
+        "pull_stalled": state.stalled,
+        "pull_pending": state.pending,
+        "last_ok": state.last_ok,
         "record": record,
+        "clinical_state": state,
+        # The safety context's live poller also brings back this page's record when the pull lands.
+        "live_record": True,
     }
     if record is not None:
         meds = ("MedicationRequest", "MedicationStatement")
@@ -105,8 +97,34 @@ def patient_detail(request: HttpRequest, pk: int) -> HttpResponse:
     snapshot = context["snapshot"]
     audit_record(request=request, action="record.view", patient_pk=patient.pk, object_type="RecordSnapshot",
                  object_id=snapshot.pk if snapshot else "", details={"version": snapshot.version if snapshot else 0})
-    template = "fhir/patient_detail.html#pull-status" if request.htmx else "fhir/patient_detail.html"
-    return render(request, template, context)
+    return render(request, "fhir/patient_detail.html", context)
+
+
+@require_GET
+def patient_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled by any patient page while a pull is on its way: 204 until it finishes, then the banner, the
+    safety context (and, from the record page, the record) together, as out-of-band swaps."""
+    patient = patient_get_for_user(request=request, patient_pk=pk)
+    form = LiveForm(request.GET)
+    with_record = form.is_valid() and form.cleaned_data["record"]
+    state = patient_clinical_state(patient=patient)
+    if state.pending:
+        return HttpResponse(status=204)
+    context: dict[str, Any] = patient_page_context(request, patient) if with_record else {"patient": patient}
+    context.update({"state": state, "safety": state.safety, "live_record": with_record, "oob": True})
+    audit_record(request=request, action="record.view", patient_pk=patient.pk, object_type="RecordSnapshot",
+                 object_id=state.snapshot.pk if state.snapshot else "",
+                 details={"version": state.snapshot.version if state.snapshot else 0, "live": True})
+    return render(request, "fhir/_patient_live.html", context)
+
+
+def _clinician_landing(patient: Patient) -> str:
+    """The patient's open findings, where the clinician's work is (the record is one tab away). The
+    findings page belongs to triage, downstream of fhir, so it is found by URL name, not imported."""
+    try:
+        return reverse(LANDING_URL_NAME)
+    except NoReverseMatch:
+        return reverse("fhir:patient_detail", args=[patient.pk])
 
 
 @require_GET
@@ -126,7 +144,7 @@ def launch_open(request: HttpRequest) -> HttpResponse:
         return launch_error_page(request, code=code, status=503 if exc.retryable else 400)
     request.session["smart_patient_pk"] = patient.pk
     audit_record(request=request, action="record.open", patient_pk=patient.pk, object_type="SmartLaunch", object_id=launch.pk)
-    return redirect("fhir:patient_detail", pk=patient.pk)
+    return redirect(_clinician_landing(patient))
 
 
 @require_POST
@@ -140,7 +158,7 @@ def patient_refresh(request: HttpRequest, pk: int) -> HttpResponse:
         audit_record(request=request, action="record.pull.request", outcome="denied", patient_pk=patient.pk,
                      details={"reason": "launch_expired"})
         return launch_error_page(request, code="expired", status=401)
-    record_pull_task.delay_on_commit(patient.pk, launch.pk if launch is not None else None)
+    record_pull_request(patient=patient, launch=launch)
     audit_record(request=request, action="record.pull.request", patient_pk=patient.pk,
                  details={"via": "launch" if launch is not None else "backend"})
     messages.info(request, "A fresh copy of the record was requested.")

@@ -8,6 +8,7 @@ import pytest
 from reconcile_app.audit.models import AuditEvent
 from reconcile_app.fhir.models import Patient
 from reconcile_app.fhir.services import patient_upsert_from_resource, snapshot_store
+from tests.fhir.test_clinical import ENCOUNTER_DIAGNOSES
 from tests.smart.sandbox_env import OTHER_PATIENT, PATIENT, RECORDS
 
 
@@ -113,7 +114,23 @@ def test_hostile_text_in_the_record_is_escaped(nurse_client, db: None) -> None: 
     assert "<script>x</script>" not in text
 
 
-def test_pull_status_partial_polls_while_running_and_stops_when_stalled(nurse_client, elena: Patient) -> None:  # type: ignore[no-untyped-def]
+def _safety_panel(html: str) -> str:
+    start = html.index('id="safety-context"')
+    return html[start:html.index("</section>", start)]
+
+
+def test_encounter_diagnoses_are_in_the_safety_panel(nurse_client, db: None) -> None:  # type: ignore[no-untyped-def]
+    resources = [e["resource"] for e in json.loads(ENCOUNTER_DIAGNOSES.read_text())["entry"]]
+    patient = patient_upsert_from_resource(resource=resources[0])
+    snapshot_store(patient=patient, resources=resources, source="bundle")
+    panel = _safety_panel(nurse_client.get(f"/patients/{patient.pk}/").content.decode())
+    assert "Atrial fibrillation" in panel and "Deep venous thrombosis" in panel  # encounter-diagnosis only
+    assert panel.count("Atrial fibrillation") == 1  # recorded at two encounters, one line
+    assert "At risk for falls" in panel and "Chronic kidney disease stage 1" in panel
+    assert "apixaban 5 MG Oral Tablet" in panel and "Pneumonia" not in panel and "Pulmonary embolism" not in panel
+
+
+def test_a_pending_pull_makes_the_page_poll_until_it_finishes_or_stalls(nurse_client, elena: Patient) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
     from django.utils import timezone
@@ -121,9 +138,54 @@ def test_pull_status_partial_polls_while_running_and_stops_when_stalled(nurse_cl
     from reconcile_app.fhir.models import RecordPull
 
     pull = RecordPull.objects.create(patient=elena)
-    partial = nurse_client.get(f"/patients/{elena.pk}/", headers={"HX-Request": "true"}).content.decode()
-    assert partial.lstrip().startswith('<section id="pull-status"') and "hx-trigger" in partial
-    assert "data-safety-context" not in partial  # only the fragment is swapped
+    text = nurse_client.get(f"/patients/{elena.pk}/").content.decode()
+    assert f'hx-get="/patients/{elena.pk}/live/?record=on"' in text and "data-pull-running" in text
     RecordPull.objects.filter(pk=pull.pk).update(started_at=timezone.now() - timedelta(hours=2))
-    stalled = nurse_client.get(f"/patients/{elena.pk}/", headers={"HX-Request": "true"}).content.decode()
-    assert "never finished" in stalled and "hx-trigger" not in stalled
+    stalled = nurse_client.get(f"/patients/{elena.pk}/").content.decode()
+    assert "never finished" in stalled and "data-live-poll" not in stalled
+
+
+def test_a_first_launch_says_the_record_is_loading_not_unavailable(nurse_client, db: None) -> None:  # type: ignore[no-untyped-def]
+    from reconcile_app.fhir.models import RecordPull
+
+    patient = Patient.objects.create(fhir_id="first", display_name="First Launch")
+    RecordPull.objects.create(patient=patient)
+    panel = _safety_panel(nurse_client.get(f"/patients/{patient.pk}/").content.decode())
+    assert "data-safety-loading" in panel and "Safety context unavailable" not in panel
+
+
+def test_live_answers_nothing_while_pending_then_banner_panel_and_record_together(nurse_client, db: None) -> None:  # type: ignore[no-untyped-def]
+    from django.utils import timezone
+
+    from reconcile_app.fhir.models import RecordPull
+
+    resources = [e["resource"] for e in json.loads(ENCOUNTER_DIAGNOSES.read_text())["entry"]]
+    patient = Patient.objects.create(fhir_id="ed-pat-1")  # known by id only, as before the first pull
+    pull = RecordPull.objects.create(patient=patient)
+    assert nurse_client.get(f"/patients/{patient.pk}/live/?record=on").status_code == 204
+
+    patient = patient_upsert_from_resource(resource=resources[0])
+    snapshot = snapshot_store(patient=patient, resources=resources, source="bundle")
+    RecordPull.objects.filter(pk=pull.pk).update(status="ok", finished_at=timezone.now(), snapshot=snapshot)
+    response = nurse_client.get(f"/patients/{patient.pk}/live/?record=on")
+    text = response.content.decode()
+    assert response.status_code == 200
+    assert '<div id="patient-banner"' in text and "Rosa Marchetti" in text
+    assert 'id="safety-context"' in text and "Atrial fibrillation" in _safety_panel(text)
+    assert '<div id="record-body" hx-swap-oob="true">' in text and "Pulling the record" not in text
+    assert text.count('hx-swap-oob="true"') == 3
+    assert "data-live-poll" not in text  # the new panel stops the polling
+
+    # A list page's poller asks for the banner and the panel only.
+    text = nurse_client.get(f"/patients/{patient.pk}/live/").content.decode()
+    assert 'id="record-body"' not in text and text.count('hx-swap-oob="true"') == 2
+    assert AuditEvent.objects.filter(action="record.view", patient_pk=patient.pk, details__live=True).count() == 2
+
+
+def test_live_is_behind_the_same_gate_as_the_record(client, clinician, elena: Patient, samuel: Patient) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(clinician)
+    session = client.session
+    session["smart_patient_pk"] = elena.pk
+    session.save()
+    assert client.get(f"/patients/{elena.pk}/live/").status_code == 200
+    assert client.get(f"/patients/{samuel.pk}/live/").status_code == 403

@@ -28,7 +28,9 @@ def test_ehr_launch_signs_in_pulls_the_record_and_shows_the_patient(browser, liv
     assert response.status_code == 200
     launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
     patient = Patient.objects.get(fhir_id=PATIENT, registration=sandbox_ehr)
-    assert urlsplit(response.url).path == f"/patients/{patient.pk}/"
+    # The clinician lands on the patient's findings; the record is one tab away.
+    assert urlsplit(response.url).path == "/triage/patient/"
+    assert f'href="/patients/{patient.pk}/"' in response.text
     assert launch.status == SmartLaunch.Status.ACTIVE
     assert launch.patient_fhir_id == PATIENT
     assert launch.fhir_user == "Practitioner/smart-prac-1"
@@ -175,13 +177,14 @@ def test_expired_refresh_token_shows_launch_again(browser, live_server, sandbox_
     response = _launch(browser, live_server, simulate_error="token_expired_refresh_token")
     assert response.status_code == 200
     launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
+    record_url = f"{live_server.url}/patients/{Patient.objects.get(fhir_id=PATIENT).pk}/"
     SmartLaunch.objects.filter(pk=launch.pk).update(expires_at=timezone.now() - timedelta(seconds=5))
-    page = browser.get(response.url, timeout=30)
+    page = browser.get(record_url, timeout=30)
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    refreshed = browser.post(response.url + "refresh/", data={"csrfmiddlewaretoken": csrf}, headers={"Referer": response.url}, timeout=60)
+    refreshed = browser.post(record_url + "refresh/", data={"csrfmiddlewaretoken": csrf}, headers={"Referer": record_url}, timeout=60)
     launch.refresh_from_db()
     assert launch.status == SmartLaunch.Status.EXPIRED and launch.client_state is None
-    after = browser.get(response.url, timeout=30)
+    after = browser.get(record_url, timeout=30)
     assert "data-launch-expired" in after.text  # the last good copy stays, with a clear way back
     assert "Penicillin" in after.text
     assert refreshed.status_code == 200
