@@ -212,12 +212,54 @@ def _openid_jwks_uri(issuer: str) -> str:
 
 
 def clinician_for_identity(*, iss: str, fhir_user: str, name: str = "") -> User:
-    """The local account of an EHR user: one per (iss, fhirUser), no password, clinician role."""
+    """The local account of an EHR user: one per (iss, fhirUser), no password, clinician role. The name
+    follows the EHR's on every launch (an account made before the name was known gets it later)."""
     username = "smart-" + sha256_hex(f"{iss}|{fhir_user}")[:20]
     user = User.objects.filter(username=username).first()
     if user is None:
-        user = user_create(username=username, role=Role.CLINICIAN, password=None, full_name=name[:150])
+        return user_create(username=username, role=Role.CLINICIAN, password=None, full_name=name[:150])
+    first, _, last = name.partition(" ")
+    if name and (user.first_name, user.last_name) != (first[:150], last[:150]):
+        user.first_name, user.last_name = first[:150], last[:150]
+        user.save(update_fields=["first_name", "last_name"])
     return user
+
+
+def human_name_text(resource: dict) -> str:
+    """A FHIR resource's display name: its first usable HumanName (official first), as text or given + family."""
+    names = [n for n in resource.get("name") or [] if isinstance(n, dict)]
+    names.sort(key=lambda n: n.get("use") != "official")
+    for n in names:
+        text = str(n.get("text") or "").strip()
+        if text:
+            return text
+        parts = [str(p) for p in [*(n.get("prefix") or []), *(n.get("given") or []), n.get("family") or ""] if p]
+        if parts:
+            return " ".join(" ".join(parts).split())
+    return ""
+
+
+def fhir_user_name(*, registration: EhrRegistration, fhir_user: str, access_token: str) -> str:
+    """The name on the fhirUser resource (Practitioner, PractitionerRole's practitioner, Patient,
+    RelatedPerson), read with the launch's own token; '' when the EHR will not say. Only URLs on the
+    registered EHR are followed."""
+    base = registration.iss.rstrip("/")
+    url = fhir_user if fhir_user.startswith(("https://", "http://")) else f"{base}/{fhir_user.lstrip('/')}"
+    if not client.same_origin(url, base) or not access_token:
+        return ""
+    session = client.http_session(bearer=access_token)
+    try:
+        resource = client.fhir_get(session=session, url=url)
+        if resource.get("resourceType") == "PractitionerRole":
+            ref = str((resource.get("practitioner") or {}).get("reference") or "")
+            if not ref.startswith("Practitioner/"):
+                return str((resource.get("practitioner") or {}).get("display") or "")
+            resource = client.fhir_get(session=session, url=f"{base}/{ref}")
+    except (EhrUnavailable, EhrProtocolError, TokenRejected) as exc:
+        # Not worth failing a sign-in over: the account keeps its previous name (or none).
+        logger.info("fhirUser name unavailable error=%s", exc.__class__.__name__)
+        return ""
+    return human_name_text(resource)[:150]
 
 
 def _assertion_factory(registration: EhrRegistration) -> Any:
@@ -268,7 +310,12 @@ def _launch_finish(*, launch: SmartLaunch, state: str, code: str, error: str) ->
     patient_id = str(context.get("patient") or "")
     if not patient_id:
         raise LaunchRefused("The EHR gave no patient context.", code="no_patient")
-    user = clinician_for_identity(iss=registration.iss, fhir_user=fhir_user, name=str(claims.get("name") or ""))
+    name = str(claims.get("name") or "").strip()
+    if not name:
+        # No OpenID `name` claim (many EHRs send only fhirUser): ask the EHR who fhirUser is.
+        name = fhir_user_name(registration=registration, fhir_user=fhir_user,
+                              access_token=str(getattr(fhir.server.auth, "access_token", "") or ""))
+    user = clinician_for_identity(iss=registration.iss, fhir_user=fhir_user, name=name)
     banner = context.get("need_patient_banner")
     launch.user = user
     launch.status = SmartLaunch.Status.ACTIVE

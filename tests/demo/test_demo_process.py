@@ -103,27 +103,30 @@ def _get_json(url: str) -> tuple[int, dict]:
 
 def test_the_demo_worker_processes_the_transcripts_and_its_death_stops_the_demo(demo_process: Demo) -> None:
     deadline = time.monotonic() + FINDINGS_WITHIN_SECONDS
-    findings = 0
+    findings = queued = 0
     while time.monotonic() < deadline and demo_process.process.poll() is None:
         findings = (demo_process.query("SELECT COUNT(*) FROM reconciliation_finding") or [(0,)])[0][0]
-        if findings:
+        # Routing follows the findings: wait for the nurse's queue itself.
+        queued = (demo_process.query(
+            "SELECT COUNT(*) FROM triage_triageitem WHERE status IN ('new', 'in_review', 'escalated')"
+        ) or [(0,)])[0][0]
+        if findings and queued:
             break
         time.sleep(1)
     assert demo_process.process.poll() is None, demo_process.log()
-    assert findings > 0, f"no findings within {FINDINGS_WITHIN_SECONDS} s:\n{demo_process.log()}"
+    assert findings > 0 and queued > 0, f"no queued findings within {FINDINGS_WITHIN_SECONDS} s:\n{demo_process.log()}"
 
     # Processed by the demo's own worker (local settings are not eager): its start-up heartbeat is there.
     workers = demo_process.query("SELECT hostname FROM core_workerheartbeat")
     assert [h for (h,) in workers if h.startswith(f"demo-{demo_process.process.pid}@")], workers
-    assert demo_process.query(
-        "SELECT COUNT(*) FROM triage_triageitem WHERE status IN ('new', 'in_review', 'escalated')"
-    )[0][0] > 0
     status, health = _get_json(demo_process.base_url + "/healthz")
-    assert (status, health["status"], health["down"]) == (200, "ok", []), health
+    assert (status, health["status"], health["down"]) == (200, "ok", []), (health, demo_process.log())
 
     # The worker dies: the demo must not carry on with a queue that never fills.
-    (worker,) = demo_process.children()
+    children = demo_process.children()
+    assert len(children) == 1, children  # the worker (solo pool, embedded beat)
+    worker = children[0]
     os.kill(worker, signal.SIGKILL)
     code = demo_process.process.wait(timeout=30)
     assert code != 0
-    assert "The Celery worker exited unexpectedly" in demo_process.log()
+    assert "The Celery worker exited unexpectedly" in demo_process.log(), demo_process.log()

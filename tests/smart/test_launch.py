@@ -189,3 +189,31 @@ def test_expired_refresh_token_shows_launch_again(browser, live_server, sandbox_
     assert "Penicillin" in after.text
     assert refreshed.status_code == 200
     assert AuditEvent.objects.filter(action="record.pull", outcome="error").exists()
+
+
+def test_a_clinician_without_a_name_claim_is_named_from_the_fhir_user_resource(browser, live_server, sandbox_ehr, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # An EHR whose id_token carries fhirUser but no OpenID `name` (the sandbox sends one by default).
+    monkeypatch.setattr("reconcile_app.sandbox.services.human_name", lambda resource: "")
+    response = _launch(browser, live_server)
+    assert response.status_code == 200
+    launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
+    assert launch.user.get_full_name() == "William Osler"  # read from Practitioner/smart-prac-1
+    assert "William Osler" in response.text and "smart-" not in response.text.split("<main", 1)[0]
+
+
+def test_an_unreadable_fhir_user_leaves_the_sign_in_working(browser, live_server, sandbox_ehr, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from reconcile_app.sandbox.models import SandboxResource
+
+    monkeypatch.setattr("reconcile_app.sandbox.services.human_name", lambda resource: "")
+    SandboxResource.objects.filter(resource_type="Practitioner").update(resource_type="Deleted")  # 404 on read
+    response = _launch(browser, live_server)
+    assert response.status_code == 200 and urlsplit(response.url).path == "/triage/patient/"
+    assert SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR).user.get_full_name() == ""
+
+
+def test_human_names_read_as_people_write_them() -> None:
+    from reconcile_app.smart.services import human_name_text
+
+    assert human_name_text({"name": [{"use": "nickname", "given": ["Bill"]}, {"use": "official", "prefix": ["Dr."], "given": ["William", "B."], "family": "Osler"}]}) == "Dr. William B. Osler"
+    assert human_name_text({"name": [{"text": "Osler, William"}]}) == "Osler, William"
+    assert human_name_text({"name": []}) == "" and human_name_text({}) == ""
