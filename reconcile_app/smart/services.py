@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -471,9 +472,19 @@ def fhir_access_for(*, registration: EhrRegistration, launch: SmartLaunch | None
     return fhir_access_for_backend(registration=registration)
 
 
+_SYSTEM_CREATE = re.compile(r"^system/(\*|[A-Z][A-Za-z]+)\.(write|\*|c[rud]*s?)$")
+
+
+def backend_can_write(scopes: str) -> bool:
+    """Whether system scopes include a create permission (v1 `.write`/`.*`, v2 `.c...`)."""
+    return any(_SYSTEM_CREATE.match(s) for s in scopes.split())
+
+
 def launch_bearer_for_patient(*, registration: EhrRegistration, patient_fhir_id: str) -> str | None:
-    """A live user token for this patient (refreshed first when about to expire), e.g. for write-back,
-    which Backend Services' read-only system scopes cannot do. None when no launch is alive."""
+    """A token that may write for this patient (e.g. the write-back of a confirmed finding): a live user
+    launch for the patient (refreshed first when about to expire), else a Backend Services token when
+    the EHR granted system write scopes. A nurse confirms with no clinician launch alive, so without
+    the second the write would go out unauthorized. None when neither exists."""
     launch = (
         SmartLaunch.objects.select_related("registration")
         .filter(registration=registration, patient_fhir_id=patient_fhir_id, status=SmartLaunch.Status.ACTIVE)
@@ -481,12 +492,22 @@ def launch_bearer_for_patient(*, registration: EhrRegistration, patient_fhir_id:
         .order_by("-created_at")
         .first()
     )
-    if launch is None:
+    if launch is not None:
+        try:
+            token = fhir_access_for_launch(launch=launch).token
+        except LaunchExpired:
+            token = ""
+        if token:
+            return token
+    if not (registration.backend_client_id and registration.private_key_pem and backend_can_write(registration.backend_scopes)):
         return None
     try:
-        return fhir_access_for_launch(launch=launch).token or None
-    except LaunchExpired:
+        backend, token = backend_token_get(registration=registration)
+    except (LaunchRefused, EhrUnavailable, EhrProtocolError, TokenRejected) as exc:
+        logger.warning("backend token for write-back unavailable error=%s", exc.__class__.__name__)
         return None
+    # The EHR may grant less than asked: a read-only grant cannot write.
+    return token if backend_can_write(backend.scopes_granted or registration.backend_scopes) else None
 
 
 def launch_from_iss(*, iss: str) -> EhrRegistration:
