@@ -5,6 +5,8 @@ from typing import Any
 
 from reconcile_app.fhir.clinical import SYSTEM_LABELS, ClinicalEntry
 
+from .summaries import RecordFacts, SaidFacts
+
 AUTHOR_KEYS = ("recorder", "requester", "asserter", "informationSource", "author")
 
 
@@ -66,3 +68,43 @@ def entry_view(*, citation: dict[str, Any], entry: ClinicalEntry | None) -> dict
         status_reason=entry.status_reason,
     )
     return view
+
+
+# --- facts for the one-line summary -----------------------------------------------------------
+
+UNIT_TEXT = {"mm[Hg]": "mmHg", "[lb_av]": "lb", "Cel": "°C", "[degF]": "°F"}
+
+
+def quantity_text(entry: ClinicalEntry) -> str:
+    """"123/84 mmHg" for a blood pressure panel, "7.2 %" for a single value."""
+    quantities = list(entry.quantities)
+    if not quantities:
+        return ""
+    if len(quantities) == 2 and len({q.unit for q in quantities}) == 1:
+        # Systolic before diastolic, whatever order the EHR sent the components in.
+        quantities.sort(key=lambda q: 0 if q.code and "systolic" in (q.code.display or "").lower() else 1)
+        unit = UNIT_TEXT.get(quantities[0].unit, quantities[0].unit)
+        return f"{quantities[0].value:g}/{quantities[1].value:g} {unit}".strip()
+    return " / ".join(f"{q.value:g} {UNIT_TEXT.get(q.unit, q.unit)}".strip() for q in quantities)
+
+
+def record_facts(*, citation: dict[str, Any], entry: ClinicalEntry | None) -> RecordFacts:
+    """A cited resource as the summary needs it; a citation the snapshot lacks says so."""
+    resource_type = str(citation.get("resourceType") or "")
+    if entry is None:
+        return RecordFacts(resource_type=resource_type, id=str(citation.get("id") or ""),
+                           display=str(citation.get("display") or ""), found=False)
+    value = quantity_text(entry) if entry.resource_type == "Observation" else ""
+    if entry.resource_type == "AllergyIntolerance" and entry.detail:
+        value = f"({entry.detail})"
+    return RecordFacts(resource_type=entry.resource_type, id=entry.id, display=entry.display or str(citation.get("display") or ""),
+                       status=entry.status, value=value, date=entry.date)
+
+
+def said_facts(memory: Any) -> SaidFacts:
+    """The memory row (or any object with its fields) as the summary's plain input."""
+    return SaidFacts(
+        category=memory.category, attributes=dict(memory.attributes or {}), content=memory.content, subject=memory.subject,
+        subject_relation=memory.subject_relation, assertion=memory.assertion, event_time_text=memory.event_time_text,
+        event_start=memory.event_start, mention_time=memory.mention_time,
+    )
