@@ -15,6 +15,7 @@ NAV = [
     ("Routing rules", "triage:rule_list", {Role.ADMIN}),
     ("EHR registrations", "smart:registration_list", {Role.ADMIN}),
     ("Audit", "core:audit_list", {Role.ADMIN}),
+    ("Preferences", "core:preferences", {Role.NURSE, Role.ADMIN, Role.CLINICIAN}),
 ]
 
 

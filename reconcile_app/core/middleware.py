@@ -1,4 +1,4 @@
-"""Request id and login-by-default."""
+"""Request id, login-by-default and the viewer's time zone."""
 from __future__ import annotations
 
 import secrets
@@ -8,8 +8,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import resolve, Resolver404
+from django.utils import timezone
 
 from .request_context import request_id_var
+from .timezones import zone_get
 
 # URL names reachable without a login: sign-in, health, SMART launch endpoints, the sandbox
 # EHR (its own OAuth protects it), CDS Hooks (its own auth) and the coaching-platform API.
@@ -62,3 +64,46 @@ class LoginRequiredMiddleware:
         if match.namespace in PUBLIC_NAMESPACES or match.view_name in PUBLIC_URL_NAMES:
             return True
         return bool(getattr(match.func, "public", False))
+
+
+TZ_SESSION_KEY = "tz"  # {"name": "America/New_York", "source": "browser" | "ehr" | "user"}
+
+
+class TimezoneMiddleware:
+    """Activate the viewer's time zone for the request: their saved preference (chosen, or detected
+    from the browser or the EHR launch), kept in the session so it costs one query per session.
+    Without one, times show in settings.TIME_ZONE, with the zone named."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        chosen = self._chosen(request)
+        zone = zone_get(chosen.get("name", ""))
+        if zone is not None:
+            timezone.activate(zone)
+        request.tz_name = chosen.get("name", "") if zone is not None else settings.TIME_ZONE  # type: ignore[attr-defined]
+        # The browser may correct a detected zone, never one the user chose.
+        request.tz_auto = chosen.get("source", "") != "user"  # type: ignore[attr-defined]
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()
+
+    @staticmethod
+    def _chosen(request: HttpRequest) -> dict[str, str]:
+        session = getattr(request, "session", None)
+        if session is None:
+            return {}
+        chosen = session.get(TZ_SESSION_KEY)
+        if isinstance(chosen, dict):
+            return chosen
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return {}
+        from .models import UserPreference
+
+        row = UserPreference.objects.filter(user=user).values_list("time_zone", "time_zone_source").first()
+        chosen = {"name": row[0], "source": row[1]} if row and row[0] else {"name": "", "source": ""}
+        session[TZ_SESSION_KEY] = chosen
+        return chosen

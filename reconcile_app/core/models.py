@@ -18,3 +18,20 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.hostname
+
+
+class UserPreference(models.Model):
+    """Per-user display settings. The time zone is detected from the browser until the user picks one."""
+
+    class ZoneSource(models.TextChoices):
+        BROWSER = "browser", "Detected from the browser"
+        EHR = "ehr", "From the EHR launch"
+        USER = "user", "Chosen by the user"
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="preference")
+    time_zone = models.CharField(max_length=64, blank=True)  # an IANA name, e.g. "America/New_York"
+    time_zone_source = models.CharField(max_length=10, choices=ZoneSource.choices, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Preferences of user #{self.user_id}"

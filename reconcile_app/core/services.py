@@ -1,10 +1,12 @@
-"""Write side of core: creating people with a role."""
+"""Write side of core: creating people with a role, and their display preferences."""
 from __future__ import annotations
 
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 
+from .models import UserPreference
 from .roles import Role
+from .timezones import zone_get
 
 
 def roles_ensure() -> None:
@@ -26,3 +28,18 @@ def user_create(*, username: str, role: Role, password: str | None, email: str =
     user.save()
     user.groups.add(Group.objects.get(name=role.value))
     return user
+
+
+@transaction.atomic
+def user_time_zone_set(*, user: User, name: str, source: str) -> UserPreference:
+    """Save the user's time zone. A detected zone (browser, EHR) never replaces one the user chose;
+    an empty name with source "user" hands the choice back to detection."""
+    if name and zone_get(name) is None:
+        raise ValueError("not a known time zone")
+    pref, _ = UserPreference.objects.select_for_update().get_or_create(user=user)
+    if source != UserPreference.ZoneSource.USER and pref.time_zone_source == UserPreference.ZoneSource.USER and pref.time_zone:
+        return pref
+    pref.time_zone = name
+    pref.time_zone_source = source if name else ""
+    pref.save(update_fields=["time_zone", "time_zone_source", "updated_at"])
+    return pref
