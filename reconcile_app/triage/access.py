@@ -17,8 +17,8 @@ def launched_patient_pk(request: HttpRequest) -> int | None:
 
 
 def triage_item_get_for_user(*, request: HttpRequest, finding_pk: int) -> TriageItem:
-    """The item of a discrepancy finding, or 404 (unknown) / 403 (audited) for another patient."""
-    item = TriageItem.objects.select_related("assignee").filter(finding_id=finding_pk).first()
+    """The item a discrepancy finding is a quote of, or 404 (unknown) / 403 (audited) for another patient."""
+    item = TriageItem.objects.select_related("assignee").filter(quotes__finding_id=finding_pk).first()
     if item is None:
         raise Http404("no such finding")
     item.patient = patient_get_for_user(request=request, patient_pk=item.patient_id)

@@ -24,6 +24,22 @@ SLA_CHOICES = ANY + [("breached", "Breached"), ("due_soon", "Due within 4 h"), (
 SORT_CHOICES = [("urgency", "Safety, severity, age"), ("oldest", "Oldest first"), ("newest", "Newest first")]
 
 
+class IdListField(forms.Field):
+    """Repeated values (the queue's row checkboxes, its chosen patients) as a list of positive ints."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: object) -> list[int]:
+        values = value if isinstance(value, (list, tuple)) else ([value] if value else [])
+        try:
+            ids = [int(v) for v in values]
+        except (TypeError, ValueError) as exc:
+            raise forms.ValidationError("Invalid id.") from exc
+        if any(i < 1 for i in ids):
+            raise forms.ValidationError("Invalid id.")
+        return ids
+
+
 class QueueFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
     severity = forms.ChoiceField(required=False, choices=SEVERITY_CHOICES)
@@ -31,7 +47,9 @@ class QueueFilterForm(forms.Form):
     kind = forms.ChoiceField(required=False, choices=KIND_CHOICES)
     category = forms.ChoiceField(required=False, choices=CATEGORY_CHOICES)
     resource_type = forms.ChoiceField(required=False, choices=RESOURCE_CHOICES, label="FHIR type")
-    patient = forms.IntegerField(required=False, min_value=1, label="Patient #")
+    # Patients chosen with PatientSearchForm (name, MRN or birth date), carried as ids: the search
+    # words are posted, never put in a URL.
+    patient = IdListField(required=False)
     queue = forms.CharField(required=False, max_length=80)
     mine = forms.BooleanField(required=False, label="Assigned to me")
     age = forms.ChoiceField(required=False, choices=AGE_CHOICES)
@@ -45,7 +63,15 @@ class QueueFilterForm(forms.Form):
         data["sort"] = data.get("sort") or "urgency"
         if data.get("after") and data["sort"] == "urgency" and data["after"].count(".") != 2:
             data["after"] = ""
+        data["patient"] = (data.get("patient") or [])[:50]
         return data
+
+
+class PatientSearchForm(forms.Form):
+    """Find the queue's patient by what a nurse knows: a name, an MRN or a birth date."""
+
+    q = forms.CharField(min_length=2, max_length=100, label="Patient",
+                        widget=forms.TextInput(attrs={"placeholder": "name, MRN or birth date (YYYY-MM-DD)", "autocomplete": "off"}))
 
 
 class NoteForm(forms.Form):
@@ -80,22 +106,6 @@ class AssignForm(forms.Form):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.fields["assignee"] = _staff()
-
-
-class IdListField(forms.Field):
-    """Repeated `ids=` values (the queue's row checkboxes) as a list of positive ints."""
-
-    widget = forms.MultipleHiddenInput
-
-    def to_python(self, value: object) -> list[int]:
-        values = value if isinstance(value, (list, tuple)) else ([value] if value else [])
-        try:
-            ids = [int(v) for v in values]
-        except (TypeError, ValueError) as exc:
-            raise forms.ValidationError("Invalid finding id.") from exc
-        if any(i < 1 for i in ids):
-            raise forms.ValidationError("Invalid finding id.")
-        return ids
 
 
 class BulkForm(forms.Form):

@@ -1,4 +1,5 @@
-"""Triage: one work item per discrepancy, its append-only workflow log, routing rules and write-backs."""
+"""Triage: one work item per discrepancy (with every quote that raised it), its append-only workflow log,
+routing rules, alerts and write-backs."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -17,8 +18,13 @@ class RoutingAction(models.TextChoices):
 
 
 class TriageItem(models.Model):
-    """A discrepancy finding under review. Finding columns are copied here so the queue's
-    filters and sort never join the findings table (100,000 rows must stay fast)."""
+    """A discrepancy under review. Finding columns are copied here so the queue's filters and sort
+    never join the findings table (100,000 rows must stay fast).
+
+    Reconciliation writes one finding per memory per session; an open item gathers every finding
+    of the same patient, concept and kind as one of its quotes (TriageQuote). `finding` is the
+    item's first finding: its id names the item in URLs, alerts and CDS cards, so it stays put
+    while quotes join (it moves to another quote only when consent for its session is withdrawn)."""
 
     class Status(models.TextChoices):
         NEW = "new", "New"
@@ -41,8 +47,12 @@ class TriageItem(models.Model):
         DONE = "done", "Done"
         RETRYING = "retrying", "Retrying"
         FAILED = "failed", "Failed"
+        # Nothing is set up to carry the action (no webhook, no email address): not an error.
+        NOT_CONFIGURED = "not_configured", "Not configured"
 
-    finding = models.OneToOneField("reconciliation.Finding", on_delete=models.CASCADE, related_name="triage_item")
+    # SET_NULL, not CASCADE: withdrawing one session's finding must not take the other quotes with
+    # it; the quote's post_delete receiver moves `finding` to a remaining quote or deletes the item.
+    finding = models.OneToOneField("reconciliation.Finding", null=True, on_delete=models.SET_NULL, related_name="triage_item")
     patient = models.ForeignKey("fhir.Patient", on_delete=models.CASCADE, related_name="triage_items")
     kind = models.CharField(max_length=25)
     severity = models.CharField(max_length=6)
@@ -56,7 +66,12 @@ class TriageItem(models.Model):
     # "|MedicationRequest|Condition|": portable across SQLite and PostgreSQL, filtered with
     # `contains="|Type|"`; the cited types of one finding are few.
     resource_types = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField()  # the finding's creation time: the age the queue shows
+    created_at = models.DateTimeField()  # the first finding's creation time: the age the queue shows
+    # The normalised concept ("medication:metoprolol"); "" for memories that name nothing specific.
+    concept_key = models.CharField(max_length=120, blank=True)
+    summary = models.TextField(blank=True)  # the newest quote's one line: what was said, what the record says
+    quote_count = models.PositiveSmallIntegerField(default=1)
+    last_quoted_at = models.DateTimeField(null=True, blank=True)
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
     queue = models.CharField(max_length=80, blank=True)
@@ -72,7 +87,7 @@ class TriageItem(models.Model):
     escalated_at = models.DateTimeField(null=True, blank=True)
     # The routing action's delivery (alert, clarification request), visible on the finding.
     action = models.CharField(max_length=20, choices=RoutingAction.choices, blank=True)
-    action_status = models.CharField(max_length=10, choices=ActionStatus.choices, blank=True)
+    action_status = models.CharField(max_length=20, choices=ActionStatus.choices, blank=True)
     action_attempts = models.PositiveSmallIntegerField(default=0)
     action_error = models.CharField(max_length=300, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -95,6 +110,9 @@ class TriageItem(models.Model):
             models.Index(fields=["sla_due_at"], condition=Q(status__in=("new", "in_review")), name="triage_sla_open_idx"),
             # Newest-first sort.
             models.Index(fields=["-created_at", "-id"], name="triage_newest_idx"),
+            # Routing: the open item a new quote of the same patient, kind and concept joins.
+            models.Index(fields=["patient", "kind", "concept_key"], condition=Q(status__in=OPEN_STATUSES) & ~Q(concept_key=""),
+                         name="triage_open_concept_idx"),
         ]
 
     def __str__(self) -> str:
@@ -107,6 +125,22 @@ class TriageItem(models.Model):
     @property
     def resource_type_list(self) -> list[str]:
         return [t for t in self.resource_types.split("|") if t]
+
+
+class TriageQuote(models.Model):
+    """One finding (one memory of one session) of an item: several sessions saying the same thing
+    are one item with several quotes. Evaluation keeps scoring the findings, one per session."""
+
+    item = models.ForeignKey(TriageItem, on_delete=models.CASCADE, related_name="quotes")
+    finding = models.OneToOneField("reconciliation.Finding", on_delete=models.CASCADE, related_name="triage_quote")
+    summary = models.TextField(blank=True)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-joined_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Quote of finding #{self.finding_id} in item #{self.item_id}"
 
 
 class TriageEvent(models.Model):
@@ -141,17 +175,30 @@ class TriageNote(models.Model):
 
 
 class TriageAlert(models.Model):
-    """An in-app alert to the care team (the email copy goes through Django's email backend)."""
+    """An in-app alert to the care team, with an email copy through Django's email backend. The
+    email is "sent" only when it went to at least one address; otherwise the alert says why not."""
+
+    class Email(models.TextChoices):
+        SENT = "sent", "Sent"
+        NOT_SENT = "not_sent", "Not sent"
+        FAILED = "failed", "Failed"
 
     item = models.ForeignKey(TriageItem, on_delete=models.CASCADE, related_name="alerts")
-    reason = models.CharField(max_length=20)  # routed / sla_breach
+    reason = models.CharField(max_length=20)  # routed / sla_breach / escalated
     created_at = models.DateTimeField(auto_now_add=True)
     acknowledged_at = models.DateTimeField(null=True, blank=True)
     acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    email_status = models.CharField(max_length=10, choices=Email.choices, blank=True)
+    email_recipients = models.PositiveSmallIntegerField(default=0)
+    email_note = models.CharField(max_length=200, blank=True)
+    # Closed with its item's decision (confirmed, dismissed, resolved): nothing is left to alert about.
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_reason = models.CharField(max_length=20, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["created_at"], condition=Q(acknowledged_at__isnull=True), name="triage_alert_open_idx")]
+        indexes = [models.Index(fields=["created_at"], condition=Q(acknowledged_at__isnull=True, closed_at__isnull=True),
+                                name="triage_alert_live_idx")]
 
 
 class RoutingRule(TimeStampedModel):

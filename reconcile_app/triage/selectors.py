@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import date, datetime, timedelta, timezone as dt_timezone
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +17,7 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from reconcile_app.fhir.clinical import ClinicalEntry, safety_context
+from reconcile_app.fhir.models import Patient
 from reconcile_app.fhir.selectors import clinical_record_for
 from reconcile_app.narrative.models import Memory
 from reconcile_app.narrative.selectors import memory_history
@@ -24,7 +25,7 @@ from reconcile_app.reconciliation.models import Finding
 from reconcile_app.transcripts.models import Turn
 
 from .display import entry_view
-from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, WriteBack
+from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageQuote, WriteBack
 from .routing import RuleSpec
 
 EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
@@ -105,7 +106,7 @@ def triage_item_filter(*, filters: dict[str, Any], user: User | None, now: datet
     if filters.get("resource_type"):
         qs = qs.filter(resource_types__contains=f"|{filters['resource_type']}|")
     if filters.get("patient"):
-        qs = qs.filter(patient_id=filters["patient"])
+        qs = qs.filter(patient_id__in=filters["patient"])
     if filters.get("queue"):
         qs = qs.filter(queue=filters["queue"])
     if filters.get("mine") and user is not None:
@@ -143,7 +144,7 @@ def triage_queue_page(*, filters: dict[str, Any], user: User | None, limit: int 
         qs.select_related("patient", "assignee")
         .only("id", "finding_id", "patient__id", "patient__display_name", "patient__fhir_id", "assignee__id", "assignee__username",
               "assignee__first_name", "assignee__last_name", "kind", "severity", "safety_critical", "band", "category",
-              "resource_types", "created_at", "status", "queue", "priority", "sla_due_at")
+              "resource_types", "created_at", "status", "queue", "priority", "sla_due_at", "summary", "quote_count")
         .order_by(*ORDERINGS[sort])[: limit + 1]
     )
     next_cursor = cursor_for(rows[limit - 1], sort) if len(rows) > limit else ""
@@ -228,8 +229,43 @@ def _counts_compute(*, filters: dict[str, Any], user: User | None, now: datetime
     return counts
 
 
+BIRTH_DATE_FORMATS = ("%Y-%m-%d", "%m/%d/%Y")
+
+
+def _birth_date(text: str) -> date | None:
+    for fmt in BIRTH_DATE_FORMATS:
+        try:
+            return datetime.strptime(text, fmt).date()
+        except ValueError:
+            continue
+    return None
+
+
+def patient_search(*, q: str, limit: int = 50) -> list[Patient]:
+    """Patients whose name contains every word of `q`, or whose MRN (any identifier value) is `q`,
+    or who were born on the date `q`; the queue filters by their ids."""
+    q = " ".join(q.split())
+    born = _birth_date(q)
+    if born is not None:
+        return list(Patient.objects.filter(birth_date=born).order_by("display_name", "pk")[:limit])
+    by_name = Patient.objects.all()
+    for word in q.split():
+        by_name = by_name.filter(display_name__icontains=word)
+    found = {p.pk: p for p in by_name.order_by("display_name", "pk")[:limit]}
+    # Identifiers are JSON: a text match narrows the rows, an exact value match decides.
+    for p in Patient.objects.filter(identifiers__icontains=q).order_by("display_name", "pk")[:limit]:
+        if any(str(i.get("value", "")).casefold() == q.casefold() for i in p.identifiers or [] if isinstance(i, dict)):
+            found.setdefault(p.pk, p)
+    return list(found.values())[:limit]
+
+
+def patients_by_ids(*, ids: list[int]) -> list[Patient]:
+    return list(Patient.objects.filter(pk__in=ids).order_by("display_name", "pk"))
+
+
 def triage_items_for_ids(*, ids: list[int]) -> QuerySet[TriageItem]:
-    return TriageItem.objects.filter(finding_id__in=ids).select_related("patient")
+    """Items named by any of their quotes' finding ids (the queue names an item by its first finding)."""
+    return TriageItem.objects.filter(quotes__finding_id__in=ids).distinct().select_related("patient")
 
 
 def triage_patient_items(*, patient_pk: int, include_closed: bool = True) -> QuerySet[TriageItem]:
@@ -239,13 +275,27 @@ def triage_patient_items(*, patient_pk: int, include_closed: bool = True) -> Que
     return qs.select_related("patient", "assignee", "finding").order_by("band", "created_at", "id")
 
 
+def triage_overdue(*, limit: int = 10, now: datetime | None = None) -> list[TriageItem]:
+    """Open items past their SLA, most urgent first: the dashboard's list."""
+    now = now or timezone.now()
+    return list(
+        TriageItem.objects.filter(status__in=OPEN_STATUSES, sla_due_at__lt=now)
+        .select_related("patient", "assignee").order_by("band", "sla_due_at", "id")[:limit]
+    )
+
+
+def writeback_for(*, item: TriageItem) -> WriteBack | None:
+    return WriteBack.objects.filter(item=item).first()
+
+
 def alerts_open(*, limit: int = 20) -> list[TriageAlert]:
     """Unacknowledged alerts, cached under the same version as the counts: routing (which raises
     alerts), escalation and acknowledgement all invalidate it."""
     key = f"triage:alerts:{cache.get_or_set(COUNTS_VERSION_KEY, 1, None)}"
     alerts = cache.get(key)
     if alerts is None:
-        alerts = list(TriageAlert.objects.filter(acknowledged_at__isnull=True).select_related("item", "item__patient")[:limit])
+        alerts = list(TriageAlert.objects.filter(acknowledged_at__isnull=True, closed_at__isnull=True)
+                      .select_related("item", "item__patient")[:limit])
         cache.set(key, alerts, getattr(settings, "TRIAGE_COUNTS_CACHE_SECONDS", 30))
     return alerts
 
@@ -271,6 +321,18 @@ class TurnView:
 
 
 @dataclass
+class QuoteView:
+    finding_id: int
+    session: str
+    said_at: datetime
+    quote: str
+    summary: str
+    severity: str
+    safety_critical: bool
+    shown: bool
+
+
+@dataclass
 class FindingDetail:
     item: TriageItem
     finding: Finding
@@ -282,6 +344,7 @@ class FindingDetail:
     earlier: list[TriageItem]
     events: list[TriageEvent]
     notes: list[Any]
+    quotes: list[QuoteView] = field(default_factory=list)
     writeback: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -289,8 +352,25 @@ class FindingDetail:
 CONTEXT_TURNS = 2
 
 
-def finding_detail(*, item: TriageItem) -> FindingDetail:
-    finding = Finding.objects.select_related("memory__turn", "memory__session", "session", "snapshot", "run").get(pk=item.finding_id)
+def item_quotes(*, item: TriageItem, shown_finding_id: int | None = None) -> list[QuoteView]:
+    """Every quote of the item, newest first, each with its session and the time it was said."""
+    rows = (
+        TriageQuote.objects.filter(item=item)
+        .select_related("finding__memory", "finding__session")
+        .order_by("-finding__memory__mention_time", "-finding_id")
+    )
+    return [
+        QuoteView(finding_id=q.finding_id, session=q.finding.session.external_id, said_at=q.finding.memory.mention_time,
+                  quote=q.finding.memory.quote, summary=q.summary, severity=q.finding.severity,
+                  safety_critical=q.finding.safety_critical, shown=q.finding_id == shown_finding_id)
+        for q in rows
+    ]
+
+
+def finding_detail(*, item: TriageItem, finding_pk: int | None = None) -> FindingDetail:
+    """The item with one of its quotes side by side with the record (the one the URL names)."""
+    shown = finding_pk or item.finding_id
+    finding = Finding.objects.select_related("memory__turn", "memory__session", "session", "snapshot", "run").get(pk=shown)
     memory = finding.memory
     quoted = set(memory.turn_ids or []) | {memory.turn.external_id}
     seqs = [t.seq for t in Turn.objects.filter(session_id=memory.session_id, external_id__in=quoted)] or [memory.turn.seq]
@@ -308,7 +388,8 @@ def finding_detail(*, item: TriageItem) -> FindingDetail:
     keys = {(c.get("resourceType"), c.get("id")) for c in finding.citations or [] if isinstance(c, dict)}
     earlier = [
         other
-        for other in TriageItem.objects.filter(patient_id=item.patient_id).exclude(pk=item.pk).select_related("finding").order_by("-created_at")[:200]
+        for other in TriageItem.objects.filter(patient_id=item.patient_id, finding__isnull=False).exclude(pk=item.pk)
+        .select_related("finding").order_by("-created_at")[:200]
         if keys & {(c.get("resourceType"), c.get("id")) for c in other.finding.citations or [] if isinstance(c, dict)}
     ]
     return FindingDetail(
@@ -322,6 +403,7 @@ def finding_detail(*, item: TriageItem) -> FindingDetail:
         earlier=earlier[:20],
         events=list(item.events.select_related("actor")),
         notes=list(item.notes.select_related("author")),
+        quotes=item_quotes(item=item, shown_finding_id=finding.pk),
         writeback=WriteBack.objects.filter(item=item).first(),
     )
 

@@ -10,19 +10,22 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.exceptions import PermanentError, RetryableError, ValidationFailed
 from reconcile_app.core.roles import Role
+from reconcile_app.fhir.selectors import clinical_record_for
 from reconcile_app.reconciliation.models import Finding
 
 from . import client
-from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageNote, WriteBack
-from .routing import RoutingFacts, RuleSpec, resource_types_text, route, severity_rank, urgency_band
+from .display import record_facts, said_facts
+from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageNote, TriageQuote, WriteBack
+from .routing import SEVERITY_RANK, RoutingFacts, RuleSpec, resource_types_text, route, severity_rank, urgency_band
 from .selectors import counts_invalidate
+from .summaries import concept_key, finding_summary
 from .writeback import BUILDERS, WriteBackFacts
 
 logger = logging.getLogger(__name__)
@@ -30,6 +33,7 @@ logger = logging.getLogger(__name__)
 S = TriageItem.Status
 DISCREPANCY_KINDS = (Finding.Kind.CONTRADICTION, Finding.Kind.GAP)
 DEFAULT_SLA_MINUTES = 7 * 24 * 60
+DECIDED = (S.CONFIRMED, S.DISMISSED, S.RESOLVED)
 
 
 class TransitionRefused(ValidationFailed):
@@ -55,88 +59,198 @@ def routing_facts(finding: Finding) -> RoutingFacts:
     )
 
 
+def finding_summary_for(finding: Finding) -> str:
+    """The finding's one line, from its memory and the cited entries of the snapshot it was made against."""
+    record = clinical_record_for(snapshot=finding.snapshot)
+    cited = [
+        record_facts(citation=c, entry=record.get(str(c.get("resourceType", "")), str(c.get("id", ""))))
+        for c in finding.citations or [] if isinstance(c, dict)
+    ]
+    return finding_summary(kind=finding.kind, category=finding.category, facts=said_facts(finding.memory), record=cited)
+
+
 def triage_items_route(*, findings: Iterable[Finding]) -> list[TriageItem]:
-    """Create one item per discrepancy (idempotent: a finding already routed keeps its item),
-    apply the first matching enabled rule and perform its action."""
+    """One item per open discrepancy of a patient, concept and kind (idempotent: a finding already
+    routed keeps its item). A finding whose concept has an open item joins it as a quote; otherwise
+    a new item is created, the first matching enabled rule sets its queue and SLA, and its action runs.
+    Closed items are never reopened: a new quote after a decision starts a new item."""
     rules = [rule_spec(r) for r in RoutingRule.objects.filter(enabled=True)]
     by_id = {r.id: r for r in RoutingRule.objects.filter(enabled=True)}
-    created: list[TriageItem] = []
+    routed: list[TriageItem] = []
     for finding in findings:
         if finding.kind not in DISCREPANCY_KINDS:
             continue
         with transaction.atomic():
-            existing = TriageItem.objects.filter(finding=finding).first()
-            if existing is not None:
-                created.append(existing)
+            quote = TriageQuote.objects.select_related("item").filter(finding=finding).first()
+            if quote is not None:
+                routed.append(quote.item)
                 continue
-            facts = routing_facts(finding)
-            rule = route(facts, rules)
-            now = timezone.now()
-            item = TriageItem.objects.create(
-                finding=finding,
-                patient_id=finding.patient_id,
-                kind=finding.kind,
-                severity=finding.severity,
-                severity_rank=severity_rank(finding.severity),
-                safety_critical=finding.safety_critical,
-                band=urgency_band(safety_critical=finding.safety_critical, severity=finding.severity),
-                category=finding.category,
-                resource_types=resource_types_text(facts.resource_types),
-                created_at=finding.created_at or now,
-                queue=rule.queue if rule else "Unrouted",
-                priority=rule.priority if rule else 3,
-                sla_due_at=now + timedelta(minutes=rule.sla_minutes if rule else DEFAULT_SLA_MINUTES),
-                rule=by_id.get(rule.id) if rule else None,
-                action=rule.action if rule else "",
+            memory = finding.memory
+            key = concept_key(category=memory.category, attributes=memory.attributes or {})
+            summary = finding_summary_for(finding)
+            # Sessions of one patient are routed one at a time (the pipeline's per-patient lease);
+            # the row lock covers a manual re-route running beside it.
+            target = (
+                TriageItem.objects.select_for_update().filter(patient_id=finding.patient_id, kind=finding.kind, concept_key=key,
+                                                              status__in=OPEN_STATUSES).order_by("created_at", "id").first()
+                if key else None
             )
-            TriageEvent.objects.create(item=item, action="routed", to_status=S.NEW, note=(rule.name if rule else "no rule matched")[:300])
-            audit_record(action="triage.route", patient_pk=item.patient_id, object_type="finding", object_id=finding.pk,
-                         details={"rule": rule.id if rule else None, "queue": item.queue[:80]})
-            if rule is not None:
-                _action_perform(item=item, action=rule.action)
+            if target is not None:
+                routed.append(_quote_join(item=target, finding=finding, summary=summary, rules=rules, by_id=by_id))
+            else:
+                routed.append(_item_create(finding=finding, key=key, summary=summary, rules=rules, by_id=by_id))
             counts_invalidate()
-            created.append(item)
-    return created
+    return routed
+
+
+def _item_create(*, finding: Finding, key: str, summary: str, rules: list[RuleSpec], by_id: dict[int, RoutingRule]) -> TriageItem:
+    facts = routing_facts(finding)
+    rule = route(facts, rules)
+    now = timezone.now()
+    item = TriageItem.objects.create(
+        finding=finding,
+        patient_id=finding.patient_id,
+        kind=finding.kind,
+        severity=finding.severity,
+        severity_rank=severity_rank(finding.severity),
+        safety_critical=finding.safety_critical,
+        band=urgency_band(safety_critical=finding.safety_critical, severity=finding.severity),
+        category=finding.category,
+        resource_types=resource_types_text(facts.resource_types),
+        created_at=finding.created_at or now,
+        concept_key=key,
+        summary=summary,
+        last_quoted_at=finding.created_at or now,
+        queue=rule.queue if rule else "Unrouted",
+        priority=rule.priority if rule else 3,
+        sla_due_at=now + timedelta(minutes=rule.sla_minutes if rule else DEFAULT_SLA_MINUTES),
+        rule=by_id.get(rule.id) if rule else None,
+        action=rule.action if rule else "",
+    )
+    TriageQuote.objects.create(item=item, finding=finding, summary=summary)
+    TriageEvent.objects.create(item=item, action="routed", to_status=S.NEW, note=(rule.name if rule else "no rule matched")[:300])
+    audit_record(action="triage.route", patient_pk=item.patient_id, object_type="finding", object_id=finding.pk,
+                 details={"rule": rule.id if rule else None, "queue": item.queue[:80]})
+    if rule is not None:
+        _action_perform(item=item, action=rule.action)
+    return item
+
+
+def _quote_join(*, item: TriageItem, finding: Finding, summary: str, rules: list[RuleSpec], by_id: dict[int, RoutingRule]) -> TriageItem:
+    """The new finding becomes a quote of the open item; the item's severity and safety flag are the
+    highest of its quotes. When that makes it more urgent, its rule is chosen again (queue, priority,
+    the earlier SLA) and the new rule's action runs, e.g. the care team is alerted."""
+    rank = max(item.severity_rank, severity_rank(finding.severity))
+    severity = {v: k for k, v in SEVERITY_RANK.items()}[rank]
+    safety = item.safety_critical or finding.safety_critical
+    band = urgency_band(safety_critical=safety, severity=severity)
+    types = tuple(set(item.resource_type_list) | set(routing_facts(finding).resource_types))
+    now = timezone.now()
+    changes: dict[str, Any] = {
+        "severity": severity, "severity_rank": rank, "safety_critical": safety, "band": band,
+        "resource_types": resource_types_text(types), "summary": summary, "quote_count": F("quote_count") + 1,
+        "last_quoted_at": finding.created_at or now, "updated_at": now,
+    }
+    rule = None
+    if band < item.band:
+        rule = route(RoutingFacts(kind=item.kind, severity=severity, safety_critical=safety, category=item.category,
+                                  resource_types=types), rules)
+        if rule is not None:
+            due = now + timedelta(minutes=rule.sla_minutes)
+            changes.update(queue=rule.queue, priority=rule.priority, rule=by_id.get(rule.id), action=rule.action,
+                           sla_due_at=min(due, item.sla_due_at) if item.sla_due_at else due)
+    TriageItem.objects.filter(pk=item.pk).update(**changes)
+    TriageQuote.objects.create(item=item, finding=finding, summary=summary)
+    TriageEvent.objects.create(item=item, action="quote_joined", from_status=item.status, to_status=item.status,
+                               note=f"finding #{finding.pk} from session {finding.session.external_id}"[:300])
+    audit_record(action="triage.quote_join", patient_pk=item.patient_id, object_type="finding", object_id=finding.pk,
+                 details={"item_finding": item.finding_id, "band_from": item.band, "band_to": band})
+    item.refresh_from_db()
+    if rule is not None:
+        _action_perform(item=item, action=rule.action)
+    return item
+
+
+def triage_item_quotes_changed(*, item_id: int) -> None:
+    """After a quote's finding is gone (consent withdrawn): the item keeps its other quotes, with
+    its first remaining finding as its id and severity recomputed, or goes when none is left."""
+    item = TriageItem.objects.filter(pk=item_id).first()
+    if item is None:
+        return
+    quotes = list(TriageQuote.objects.filter(item_id=item_id).select_related("finding").order_by("finding__created_at", "finding_id"))
+    if not quotes:
+        item.delete()
+        counts_invalidate()
+        return
+    findings = [q.finding for q in quotes]
+    rank = max(severity_rank(f.severity) for f in findings)
+    safety = any(f.safety_critical for f in findings)
+    severity = {v: k for k, v in SEVERITY_RANK.items()}[rank]
+    types = tuple({t for f in findings for t in routing_facts(f).resource_types})
+    TriageItem.objects.filter(pk=item_id).update(
+        finding=item.finding if item.finding_id in {f.pk for f in findings} else findings[0], quote_count=len(quotes),
+        severity=severity, severity_rank=rank, safety_critical=safety, band=urgency_band(safety_critical=safety, severity=severity),
+        resource_types=resource_types_text(types), summary=quotes[-1].summary, last_quoted_at=findings[-1].created_at,
+    )
+    counts_invalidate()
 
 
 def _action_perform(*, item: TriageItem, action: str) -> None:
     if action == RoutingRule.Action.ALERT_CARE_TEAM:
-        care_team_alert(item=item, reason="routed")
-        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.DONE)
+        alert = care_team_alert(item=item, reason="routed")
+        # Done only when the email reached someone; the in-app alert alone is "not configured".
+        status, error = {
+            TriageAlert.Email.SENT: (TriageItem.ActionStatus.DONE, ""),
+            TriageAlert.Email.FAILED: (TriageItem.ActionStatus.FAILED, alert.email_note),
+        }.get(alert.email_status, (TriageItem.ActionStatus.NOT_CONFIGURED, alert.email_note))
+        TriageItem.objects.filter(pk=item.pk).update(action_status=status, action_error=error[:300])
     elif action == RoutingRule.Action.ASK_COACH_CLARIFY:
         from .tasks import clarification_send_task
 
-        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.PENDING)
+        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.PENDING, action_error="")
         clarification_send_task.delay_on_commit(item.pk)
     elif action == RoutingRule.Action.LOG_NEXT_VISIT:
         TriageEvent.objects.create(item=item, action="logged_next_visit", from_status=item.status, to_status=item.status)
-        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.DONE)
+        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.DONE, action_error="")
 
 
 def finding_url(finding_id: int) -> str:
     return settings.PUBLIC_BASE_URL.rstrip("/") + reverse("triage:finding_detail", args=[finding_id])
 
 
-def care_team_alert(*, item: TriageItem, reason: str) -> TriageAlert:
-    """In-app alert plus an email. The email carries a link and ids only: mail is not a place for PHI."""
-    alert = TriageAlert.objects.create(item=item, reason=reason)
-    counts_invalidate()
-    recipients = list(getattr(settings, "TRIAGE_ALERT_EMAILS", []) or [])
+NO_RECIPIENT = "no email address to send to: set TRIAGE_ALERT_EMAILS or give the nurses an email address"
+
+
+def alert_recipients() -> list[str]:
+    recipients = [r for r in getattr(settings, "TRIAGE_ALERT_EMAILS", []) or [] if r]
     if not recipients:
         recipients = list(
             User.objects.filter(groups__name=Role.NURSE.value, is_active=True).exclude(email="").values_list("email", flat=True)
         )
+    return recipients
+
+
+def care_team_alert(*, item: TriageItem, reason: str) -> TriageAlert:
+    """In-app alert plus an email. The email carries a link and ids only: mail is not a place for PHI.
+    The alert records whether the email went out, to how many addresses, and why not."""
+    recipients = alert_recipients()
+    status, note = TriageAlert.Email.NOT_SENT, NO_RECIPIENT
     if recipients:
         subject = "Safety-critical finding to review" if item.safety_critical else "Finding to review"
         if reason == "sla_breach":
             subject = "Review overdue: finding escalated"
         body = f"Finding #{item.finding_id} ({item.queue}, {item.severity}) needs review:\n{finding_url(item.finding_id)}\n"
         try:
-            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
-        except OSError:
-            # The in-app alert stands; the failed mail is visible on the item.
-            TriageItem.objects.filter(pk=item.pk).update(action_error="alert email could not be sent")
+            sent = send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
+        except OSError as exc:
+            # The in-app alert stands; the failed mail is visible on the alert and the item.
+            status, note = TriageAlert.Email.FAILED, f"the mail server refused or was unreachable ({exc.__class__.__name__})"
             logger.warning("alert email failed for triage item %s", item.pk)
+        else:
+            status, note = (TriageAlert.Email.SENT, "") if sent else (TriageAlert.Email.NOT_SENT, "the email backend sent nothing")
+    alert = TriageAlert.objects.create(item=item, reason=reason, email_status=status, email_note=note[:200],
+                                       email_recipients=len(recipients) if status == TriageAlert.Email.SENT else 0)
+    counts_invalidate()
     return alert
 
 
@@ -149,8 +263,13 @@ def clarification_send(*, item_id: int) -> TriageItem:
     platform = finding.session.upload.platform
     TriageItem.objects.filter(pk=item.pk).update(action_attempts=item.action_attempts + 1)
     if platform is None or not platform.webhook_url or not platform.active:
-        _action_failed(item, "no active coaching platform webhook for this session", final=True)
-        raise PermanentError("no active coaching platform webhook for this session")
+        # Nothing to deliver to is a setting, not a failure: say so and stop (no retry can help).
+        reason = ("the session came from a file, not a coaching platform" if platform is None
+                  else "the coaching platform has no active webhook")
+        TriageItem.objects.filter(pk=item.pk).update(action_status=TriageItem.ActionStatus.NOT_CONFIGURED,
+                                                     action_error=f"no active coaching platform webhook: {reason}"[:300])
+        item.refresh_from_db()
+        return item
     memory = finding.memory
     payload: dict[str, Any] = {
         "type": "clarification_request",
@@ -206,6 +325,10 @@ def _transition(
         changed = qs.update(status=to, updated_at=timezone.now(), **(extra or {}))
         if changed:
             TriageEvent.objects.create(item=item, actor=user, action=action, from_status=from_status, to_status=to, note=note[:300])
+            if to in DECIDED:
+                # A decided finding needs no more attention: its alerts close with it.
+                TriageAlert.objects.filter(item=item, acknowledged_at__isnull=True, closed_at__isnull=True).update(
+                    closed_at=timezone.now(), closed_reason=to)
             audit_record(action=f"triage.{action}", actor=user, patient_pk=item.patient_id, object_type="finding",
                          object_id=item.finding_id, details={"from": from_status, "to": to})
     counts_invalidate()
@@ -332,10 +455,15 @@ def sla_breaches_escalate(*, now: datetime | None = None, limit: int = 500) -> i
     return escalated
 
 
-def alert_acknowledge(*, alert: TriageAlert, user: User) -> None:
-    TriageAlert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(acknowledged_at=timezone.now(), acknowledged_by=user)
+def alert_acknowledge(*, alert: TriageAlert, user: User) -> bool:
+    """True when this call acknowledged it; False when someone had already (or it closed meanwhile)."""
+    changed = TriageAlert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True, closed_at__isnull=True).update(
+        acknowledged_at=timezone.now(), acknowledged_by=user)
     counts_invalidate()
-    audit_record(action="triage.alert_ack", actor=user, patient_pk=alert.item.patient_id, object_type="finding", object_id=alert.item.finding_id)
+    audit_record(action="triage.alert_ack", actor=user, patient_pk=alert.item.patient_id, object_type="finding",
+                 object_id=alert.item.finding_id, outcome="ok" if changed else "denied")
+    alert.refresh_from_db()
+    return bool(changed)
 
 
 # --- routing rules --------------------------------------------------------------------------

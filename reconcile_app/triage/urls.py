@@ -7,6 +7,7 @@ app_name = "triage"
 urlpatterns = [
     path("", views.queue, name="queue"),
     path("bulk/", views.bulk, name="bulk"),
+    path("patient-search/", views.queue_patient, name="queue_patient"),
     path("findings/<int:pk>/", views.finding_detail, name="finding_detail"),
     path("findings/<int:pk>/<slug:step>/", views.finding_step, name="finding_step"),
     path("alerts/<int:pk>/ack/", views.alert_ack, name="alert_ack"),

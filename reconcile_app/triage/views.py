@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
@@ -23,10 +23,21 @@ from . import selectors, services
 from reconcile_app.fhir.selectors import patient_get_for_user
 
 from .access import launched_patient_pk, triage_item_get_for_user, writeback_get_for_user
+from .summaries import complete_sentences
 from .charts import ratio_bars, stacked_bars
-from .forms import STATUS_CHOICES, AssignForm, BulkForm, DecisionForm, DismissForm, NoteForm, QueueFilterForm, RoutingRuleForm
+from .forms import (
+    STATUS_CHOICES,
+    AssignForm,
+    BulkForm,
+    DecisionForm,
+    DismissForm,
+    NoteForm,
+    PatientSearchForm,
+    QueueFilterForm,
+    RoutingRuleForm,
+)
 from .models import RoutingRule, TriageAlert, TriageItem
-from .presenters import filter_selects, queue_rows, select_html
+from .presenters import action_view, alert_email_text, filter_selects, queue_rows, select_html, writeback_view
 
 STAFF = (Role.NURSE, Role.ADMIN)
 ALL = (Role.NURSE, Role.ADMIN, Role.CLINICIAN)
@@ -56,7 +67,10 @@ def queue(request: AppHttpRequest) -> HttpResponse:
         "form": form, "filters": filters, "page": page, "counts": counts, "rows": queue_rows(page.items, now=timezone.now()),
         "next_query": _query_with(request, after=page.next_cursor) if page.next_cursor else "",
         "first_query": _query_with(request, after=None) if filters.get("after") else "",
-        "alerts": selectors.alerts_open(), "selects": filter_selects(form, filters),
+        "alerts": [(a, alert_email_text(status=a.email_status, recipients=a.email_recipients, note=a.email_note))
+                   for a in selectors.alerts_open()],
+        "selects": filter_selects(form, filters),
+        "patient_form": PatientSearchForm(), "chosen_patients": selectors.patients_by_ids(ids=filters.get("patient") or []),
         "bulk_selects": {
             "assignee": select_html(name="assignee", selected="", choices=[("", "---------"), *selectors.nurse_choices()]),
             "reason": select_html(name="reason", selected="", choices=BulkForm.base_fields["reason"].choices),
@@ -65,6 +79,28 @@ def queue(request: AppHttpRequest) -> HttpResponse:
     }
     template = "triage/queue.html#queue-rows" if request.htmx and not request.htmx.boosted else "triage/queue.html"
     return render(request, template, context)
+
+
+@require_POST
+@role_required(*STAFF)
+def queue_patient(request: AppHttpRequest) -> HttpResponse:
+    """Filter the queue by a patient's name, MRN or birth date. Posted, so the words stay out of
+    URLs and logs; the queue URL carries the matching patients' ids."""
+    back = _back_to_queue(request)
+    form = PatientSearchForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Type at least two characters of a name, an MRN or a birth date.")
+        return redirect(back)
+    patients = selectors.patient_search(q=form.cleaned_data["q"])
+    audit_record(request=request, action="triage.patient_search", details={"matches": len(patients)})
+    if not patients:
+        messages.warning(request, "No patient matches that name, MRN or birth date.")
+        return redirect(back)
+    params = QueryDict(back.partition("?")[2], mutable=True)
+    for key in ("patient", "after"):
+        params.pop(key, None)
+    params.setlist("patient", [str(p.pk) for p in patients])
+    return redirect(f"{reverse('triage:queue')}?{params.urlencode()}")
 
 
 def _query_with(request: AppHttpRequest, **changes: Any) -> str:
@@ -106,11 +142,14 @@ def _back_to_queue(request: AppHttpRequest) -> str:
 @role_required(*ALL)
 def finding_detail(request: AppHttpRequest, pk: int) -> HttpResponse:
     item = triage_item_get_for_user(request=request, finding_pk=pk)
-    detail = selectors.finding_detail(item=item)
+    detail = selectors.finding_detail(item=item, finding_pk=pk)
     audit_record(request=request, action="triage.finding_view", patient_pk=item.patient_id, object_type="finding", object_id=pk)
     staff = user_has_role(request.user, *STAFF)
     context = {
         "d": detail, "item": item, "staff": staff,
+        "action": action_view(action=item.action, status=item.action_status, error=item.action_error) if item.action else None,
+        "writeback": writeback_view(item=item, writeback=detail.writeback, registration=item.patient.registration),
+        "explanation": complete_sentences(detail.finding.explanation),
         "dismiss_form": DismissForm(), "note_form": NoteForm(), "decision_form": DecisionForm(),
         "assign_form": AssignForm() if staff else None,
         "safety": detail.safety, "patient": item.patient,
@@ -130,8 +169,12 @@ def _do_confirm(request: AppHttpRequest, item: TriageItem) -> str:
     form = DecisionForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     item = services.triage_item_confirm(item=item, user=request.user, note=note)
-    written = " Writing it back to the EHR." if hasattr(item, "writeback") else ""
-    return "Confirmed." + written
+    state = writeback_view(item=item, writeback=selectors.writeback_for(item=item), registration=item.patient.registration)
+    if state is None:
+        return "Confirmed."
+    if state["label"] == "Not configured":
+        return f"Confirmed. Not written to the EHR: write-back is not configured ({state['detail']})."
+    return "Confirmed. Writing it to the EHR."
 
 
 def _do_dismiss(request: AppHttpRequest, item: TriageItem) -> str:
@@ -208,9 +251,15 @@ def finding_step(request: AppHttpRequest, pk: int, step: str) -> HttpResponse:
 @require_POST
 @role_required(*STAFF)
 def alert_ack(request: AppHttpRequest, pk: int) -> HttpResponse:
-    alert = get_object_or_404(TriageAlert.objects.select_related("item"), pk=pk)
-    services.alert_acknowledge(alert=alert, user=request.user)
-    return redirect("triage:queue")
+    alert = get_object_or_404(TriageAlert.objects.select_related("item", "acknowledged_by"), pk=pk)
+    if services.alert_acknowledge(alert=alert, user=request.user):
+        messages.success(request, f"Alert acknowledged: finding #{alert.item.finding_id} is off the alert list (it stays in the queue).")
+    elif alert.acknowledged_by is not None:
+        who = alert.acknowledged_by.get_full_name() or alert.acknowledged_by.username
+        messages.info(request, f"Already acknowledged by {who}.")
+    else:
+        messages.info(request, "This alert had already closed with its finding's decision.")
+    return redirect(_back_to_queue(request))
 
 
 # --- clinician ------------------------------------------------------------------------------
@@ -308,4 +357,5 @@ def dashboard(request: AppHttpRequest) -> HttpResponse:
     precision_chart = ratio_bars(title="Precision per category", rows=[(p["category"], p["precision"]) for p in stats["precision"]])
     return render(request, "triage/dashboard.html", {
         "stats": stats, "open_chart": open_chart, "disposition_chart": disposition_chart, "precision_chart": precision_chart,
+        "overdue": queue_rows(selectors.triage_overdue(limit=10), now=timezone.now()),
     })

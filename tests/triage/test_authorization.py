@@ -75,6 +75,7 @@ CASES = [
     ("writeback-retry", "post", lambda w: reverse("triage:finding_step", args=[w.finding_id, "writeback-retry"]), None,
      expect(302, 403, 403, 403, 404, 404)),
     ("alert_ack", "post", lambda w: reverse("triage:alert_ack", args=[w.alert_pk]), None, expect(302, 403, 403, 403, 302, 302)),
+    ("queue_patient", "post", lambda w: reverse("triage:queue_patient"), lambda w: {"q": "Patient"}, expect(302, 403, 403, 403, 302, 302)),
     ("patient_findings", "get", lambda w: reverse("triage:patient_findings"), None, expect(302, 403, 200, 200, 403, 403)),
     ("rule_list", "get", lambda w: reverse("triage:rule_list"), None, expect(302, 403, 403, 403, 403, 200)),
     ("rule_create", "get", lambda w: reverse("triage:rule_create"), None, expect(302, 403, 403, 403, 403, 200)),
@@ -106,6 +107,6 @@ def test_matrix(case, persona):  # type: ignore[no-untyped-def]
 def test_every_triage_url_is_in_the_matrix():
     from reconcile_app.triage import urls
 
-    covered = {"queue", "bulk", "finding_detail", "finding_step", "alert_ack", "patient_findings", "rule_list", "rule_create",
+    covered = {"queue", "queue_patient", "bulk", "finding_detail", "finding_step", "alert_ack", "patient_findings", "rule_list", "rule_create",
                "rule_preview", "rule_edit", "rule_delete", "dashboard"}
     assert {p.name for p in urls.urlpatterns} == covered

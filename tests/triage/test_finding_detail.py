@@ -51,3 +51,26 @@ def test_citation_missing_from_the_snapshot_is_said_plainly(nurse_client):
 def test_non_discrepancy_findings_have_no_page(nurse_client):
     agreement = finding_create(kind="agreement", severity="low", safety_critical=False)
     assert nurse_client.get(reverse("triage:finding_detail", args=[agreement.pk])).status_code == 404
+
+
+def test_an_explanation_cut_by_the_engine_is_shown_as_whole_sentences(nurse_client):
+    from reconcile_app.reconciliation.models import Finding
+
+    item = item_create()
+    cut = ("Patient reports taking st john's wort (an undocumented medicine or supplement); the record has no entry for it. "
+           "Interaction: St John's wort with an SSRI risks serotonin syndrome. Interaction: St John's wort with an antidepressant "
+           "risks serotonin syndrome. Interaction: St John's wort lowers tacrolimu")
+    Finding.objects.filter(pk=item.finding_id).update(explanation=cut)
+    body = nurse_client.get(reverse("triage:finding_detail", args=[item.finding_id])).content.decode()
+    explanation = body.split('id="explanation">')[1].split("</p>")[0]
+    assert "tacrolimu" not in explanation and "antidepressant risks serotonin syndrome." in explanation
+    assert "The engine cut the rest of this explanation short" in explanation
+
+
+def test_the_page_leads_with_the_one_line_summary(nurse_client):
+    patient = patient_create()
+    session = session_create(patient=patient)
+    memory = memory_create(session=session, attributes={"drug": "lisinopril", "action": "stopped"})
+    item = item_create(patient=patient, session=session, memory=memory)
+    body = nurse_client.get(reverse("triage:finding_detail", args=[item.finding_id])).content.decode()
+    assert "<h1>Says stopped lisinopril about two weeks ago · record: Lisinopril 10 mg tablet active</h1>" in body

@@ -1,6 +1,7 @@
 """The nurses' queue: filters as a GET form, safety-first order, counts, htmx partial, keyset pages."""
 from __future__ import annotations
 
+import zoneinfo
 from datetime import timedelta
 
 import pytest
@@ -123,3 +124,46 @@ def test_cached_counts_follow_a_decision_at_once(nurse_client, nurse):
     assert nurse_client.get(URL).context["counts"]["total"] == 1  # served from the cache
     triage_item_dismiss(item=item, user=nurse, reason="duplicate")
     assert nurse_client.get(URL).context["counts"]["total"] == 0
+
+
+def _searched(nurse_client, q: str, back: str = URL):  # type: ignore[no-untyped-def]
+    return nurse_client.post(reverse("triage:queue_patient"), {"q": q, "back": back})
+
+
+def test_the_patient_filter_finds_by_name_mrn_or_birth_date_and_keeps_the_words_out_of_the_url(nurse_client):
+    from reconcile_app.fhir.models import Patient
+
+    rosa = patient_create(name="Rosalind Whitaker")
+    Patient.objects.filter(pk=rosa.pk).update(identifiers=[{"system": "urn:oid:1.2.36.146.595.217.0.1", "value": "MRN-4471"}],
+                                              birth_date="1958-11-03")
+    other = patient_create(name="Omar Haddad")
+    hers, _ = item_create(patient=rosa), item_create(patient=other)
+    for q in ("whitaker rosalind", "mrn-4471", "1958-11-03", "11/03/1958"):
+        response = _searched(nurse_client, q, back=f"{URL}?severity=high")
+        assert response.status_code == 302
+        location = response["Location"]
+        assert "hitaker" not in location.lower() and "4471" not in location and "1958" not in location
+        assert f"patient={rosa.pk}" in location and "severity=high" in location
+        page = nurse_client.get(location)
+        assert _ids(page) == [hers.finding_id], q
+        assert "Rosalind Whitaker, born 1958-11-03" in page.content.decode()
+    assert AuditEvent.objects.filter(action="triage.patient_search", details__matches=1).exists()
+
+
+def test_a_patient_search_without_a_match_says_so_and_keeps_the_queue(nurse_client):
+    item_create()
+    page = nurse_client.post(reverse("triage:queue_patient"), {"q": "Nobody Atall", "back": URL}, follow=True)
+    assert "No patient matches that name, MRN or birth date." in page.content.decode()
+    assert len(page.context["rows"]) == 1
+
+
+def test_times_show_in_the_viewers_zone_with_the_zone_named(nurse_client, nurse):
+    from reconcile_app.core.models import UserPreference
+
+    item = item_create()
+    due = timezone.now().replace(microsecond=0) + timedelta(hours=30)
+    TriageItem.objects.filter(pk=item.pk).update(sla_due_at=due)
+    UserPreference.objects.create(user=nurse, time_zone="America/New_York", time_zone_source="user")
+    body = nurse_client.get(URL).content.decode()
+    local = timezone.localtime(due, timezone=zoneinfo.ZoneInfo("America/New_York"))
+    assert f"{local:%Y-%m-%d %H:%M} {local.tzname()}" in body  # e.g. "2026-01-06 10:04 EST", never bare UTC

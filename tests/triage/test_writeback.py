@@ -58,6 +58,19 @@ def test_no_write_without_write_scopes(nurse, django_capture_on_commit_callbacks
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("write_enabled, reason", [(False, "the EHR registration does not allow writes"),
+                                                   (None, "the record was loaded from a file")])
+def test_confirming_where_write_back_is_not_set_up_says_not_configured_not_failed(nurse_client, write_enabled, reason):
+    patient = _patient(write_enabled=False) if write_enabled is False else patient_create()
+    item = item_create(patient=patient)
+    page = nurse_client.post(reverse("triage:finding_step", args=[item.finding_id, "confirm"]), follow=True)
+    body = page.content.decode()
+    assert "Confirmed. Not written to the EHR: write-back is not configured" in body
+    assert 'id="writeback"' in body and "Not configured" in body and reason in body
+    assert 'class="error"' not in body.split('id="writeback"')[1].split("</p>")[0]
+
+
+@pytest.mark.django_db
 @responses.activate
 def test_falls_back_to_task_when_detected_issue_is_unsupported(nurse, django_capture_on_commit_callbacks):
     responses.post(f"{BASE}/DetectedIssue", status=404, json={"resourceType": "OperationOutcome"})
