@@ -49,7 +49,7 @@ def _denied(request: HttpRequest, reason: str) -> JsonResponse:
 
 
 def _body(upload: Upload) -> dict[str, Any]:
-    return {"upload": upload.pk, "status": upload.status, "sha256": upload.sha256, "errors": upload.errors,
+    return {"upload": upload.pk, "status": upload.status, "sha256": upload.sha256, "rejection": upload.rejection, "errors": upload.errors,
             "summary": {k: v for k, v in (upload.summary or {}).items() if k != "sessions"}}
 
 

@@ -30,7 +30,7 @@ class Upload(TimeStampedModel):
 
     class Status(models.TextChoices):
         RECEIVED = "received", "Received"
-        INVALID = "invalid", "Rejected: invalid"
+        INVALID = "invalid", "Rejected"
         HELD = "held", "Waiting for patient mapping"
         IMPORTED = "imported", "Imported"
         WITHDRAWN = "withdrawn", "Consent withdrawn"
@@ -47,6 +47,8 @@ class Upload(TimeStampedModel):
     platform = models.ForeignKey(CoachingPlatform, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RECEIVED)
     errors = models.JSONField(default=list, blank=True)  # precise, user-facing validation errors
+    # Why a rejected upload was rejected, in a few words ("not valid JSON", "the file is too large").
+    rejection = models.CharField(max_length=200, blank=True)
     summary = models.JSONField(default=dict, blank=True)  # sessions added / unchanged / conflicting
     sealed_at = models.DateTimeField(null=True, blank=True, help_text="Set on consent withdrawal: kept, never processed again.")
 

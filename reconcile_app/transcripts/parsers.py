@@ -523,10 +523,16 @@ def detect_format(text: str, filename: str = "") -> str:
 
 
 def parse_transcript(raw: bytes, *, filename: str = "", max_bytes: int, default_tz: tzinfo = timezone.utc) -> ParsedTranscript:
+    """Parse any of the three formats; a ValidationFailed names the format it was read as
+    (`extra["format"]`, empty when the bytes could not be read as text at all)."""
     text = decode_upload(raw, max_bytes=max_bytes)
     fmt = detect_format(text, filename)
-    if fmt == FORMAT_JSON:
-        return parse_json(text)
-    if fmt == FORMAT_CSV:
-        return parse_csv(text)
-    return parse_text(text, default_tz=default_tz)
+    try:
+        if fmt == FORMAT_JSON:
+            return parse_json(text)
+        if fmt == FORMAT_CSV:
+            return parse_csv(text)
+        return parse_text(text, default_tz=default_tz)
+    except ValidationFailed as exc:
+        exc.extra["format"] = fmt
+        raise

@@ -67,6 +67,7 @@ def upload_receive(
             platform=platform,
             status=Upload.Status.INVALID if too_large else Upload.Status.RECEIVED,
             errors=[f"the file is {size} bytes; the limit is {limit}"] if too_large else [],
+            rejection="the file is too large" if too_large else "",
         )
         audit_record(
             action="transcript.upload",
@@ -111,7 +112,9 @@ def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: Abstrac
         except ValidationFailed as exc:
             upload.status = Upload.Status.INVALID
             upload.errors = exc.errors or [exc.message]
-            upload.save(update_fields=["status", "errors", "updated_at"])
+            upload.rejection = exc.message[:200]
+            upload.format = str(exc.extra.get("format") or "")[:30]
+            upload.save(update_fields=["status", "errors", "rejection", "format", "updated_at"])
             audit_record(action="transcript.import", actor=actor, outcome="error", patient_pk=upload.patient_id, object_type="upload",
                          object_id=upload.pk, details={"reason": "invalid", "errors": len(upload.errors)})
             return upload

@@ -69,6 +69,30 @@ def test_an_invalid_file_is_kept_and_its_errors_shown(admin_client, patient):
     assert Session.objects.count() == 0
 
 
+@pytest.mark.parametrize("name, raw, reason, read_as", [
+    ("bad.csv", b"patient,session,timestamp,speaker\nx,y,z,w\n", "the CSV header is not a transcript header", "read as csv"),
+    ("t.json", b'{"format": "coaching-transcript/v1", "sessions": [', "not valid JSON", "read as coaching-transcript/v1"),
+    ("t.txt", b"\xff\xfe=\x00=\x00", "the file is not UTF-8", "not read: the file is not UTF-8"),
+    ("t.txt", b"   \n", "the file is empty", "not read: the file is empty"),
+])
+def test_a_rejected_upload_says_its_real_reason_without_progress_or_withdrawal(admin_client, patient, name, raw, reason, read_as):
+    upload = upload_receive(raw=raw, filename=name, source=Upload.Source.CLI, patient=patient)
+    upload_import(upload_id=upload.pk, start_pipeline=False)
+    body = admin_client.get(reverse("transcripts:upload_detail", args=[upload.pk])).content.decode()
+    assert f"Rejected: {reason}" in body and read_as in body
+    assert "format not recognised" not in body
+    assert "<progress" not in body and 'id="progress"' not in body and "Withdraw" not in body
+    listing = admin_client.get(reverse("transcripts:upload_list")).content.decode()
+    assert reason in listing and "0 / 0" not in listing
+
+
+def test_an_oversized_upload_is_rejected_as_too_large(admin_client, patient, settings):
+    settings.TRANSCRIPT_MAX_BYTES = 10
+    upload = _stored(b"x" * 11, patient=patient)
+    body = admin_client.get(reverse("transcripts:upload_detail", args=[upload.pk])).content.decode()
+    assert "Rejected: the file is too large" in body and "the file is 11 bytes; the limit is 10" in body
+
+
 def test_progress_polls_while_pending_and_stops_when_done(admin_client, patient, fake_engines):
     from reconcile_app.pipeline import pipeline_patient_drain
 
