@@ -85,12 +85,24 @@ def demo_process(tmp_path: Path) -> Iterator[Demo]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        for pid in workers:  # never leave a worker behind, even if the demo was killed
+        for pid in workers:  # never leave a worker (or its beat process) behind, even if the demo was killed
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         log.close()
+
+
+def process_group_members(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
 
 
 def _get_json(url: str) -> tuple[int, dict]:
@@ -130,3 +142,36 @@ def test_the_demo_worker_processes_the_transcripts_and_its_death_stops_the_demo(
     code = demo_process.process.wait(timeout=30)
     assert code != 0
     assert "The Celery worker exited unexpectedly" in demo_process.log(), demo_process.log()
+    assert process_group_members(worker) == []  # its embedded beat went with it
+
+
+def _wait_for_log(demo: Demo, text: str, seconds: float = FINDINGS_WITHIN_SECONDS) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and demo.process.poll() is None and text not in demo.log():
+        time.sleep(0.5)
+    assert text in demo.log(), demo.log()
+
+
+def test_stopping_the_demo_stops_its_worker_and_beat(demo_process: Demo) -> None:
+    _wait_for_log(demo_process, "demo ready")
+    (worker,) = demo_process.children()
+    demo_process.process.send_signal(signal.SIGTERM)
+    assert demo_process.process.wait(timeout=30) == 0, demo_process.log()
+    deadline = time.monotonic() + 10
+    while process_group_members(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert process_group_members(worker) == []
+
+
+def test_a_busy_address_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "manage.py", "demo", "--addr", f"127.0.0.1:{port}"], cwd=ROOT, capture_output=True, text=True,
+            env=demo_environment(tmp_path / "var", f"http://127.0.0.1:{port}"), timeout=120,
+        )
+    assert result.returncode != 0
+    assert f"Cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert not list((tmp_path / "var").glob("celerybeat-schedule*"))  # no worker was started

@@ -39,6 +39,7 @@ class Command(BaseCommand):
             seed = demo_seed(base_url=base_url)
             self.stdout.write(self.style.SUCCESS(f"demo seeded: {seed.patients} sandbox patients, {seed.uploads} transcripts queued"))
             return
+        _address_free(options["addr"])  # before the worker starts: runserver's own bind failure exits hard
         node = f"demo-{os.getpid()}@{socket.gethostname()}"
         # The worker starts first so the demo transcripts are processed as soon as they are queued.
         worker = _worker_start(node=node, base_url=base_url, var=var)
@@ -56,9 +57,11 @@ class Command(BaseCommand):
         self.stdout.write(f"  Admin:                      {base_url}/triage/rules/   (admin / {DEMO_PASSWORD})")
         self.stdout.write(f"  Health:                     {base_url}/healthz")
         self.stdout.flush()
+        # Ctrl-C and `kill <pid>` (SIGTERM) both stop the server, then the worker. Set explicitly: a shell
+        # starts background jobs with SIGINT ignored, and the watchdog relies on SIGTERM reaching us.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
         watchdog = _Watchdog(worker)
-        # `kill <pid>` (SIGTERM) stops the demo like Ctrl-C does: the worker is stopped with it.
-        signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
         try:
             call_command("runserver", options["addr"], use_reloader=False)
         except SystemExit:
@@ -73,14 +76,39 @@ class Command(BaseCommand):
             )
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _address_free(addr: str) -> None:
+    host, _, port = addr.rpartition(":")
+    with socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver does
+        try:
+            probe.bind((host.strip("[]") or "127.0.0.1", int(port)))
+        except OSError as exc:
+            raise CommandError(f"Cannot listen on {addr} ({exc.strerror}): is another demo running? Try --addr 127.0.0.1:8001.") from exc
+
+
+def _die_with_parent() -> None:
+    """In the worker, before exec: Linux sends it SIGTERM when the demo process ends, however it ends."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the demo's own clean-up still stops the worker
+        pass
+
+
 def _worker_start(*, node: str, base_url: str, var: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker", "--beat", "--pool=solo",
          "--loglevel=WARNING", "-n", node, "-s", str(var / "celerybeat-schedule")],
         env={**os.environ, "PUBLIC_BASE_URL": base_url},
-        # Its own process group: Ctrl-C reaches the demo command, which then stops the worker, so a
-        # worker exit the demo did not ask for is always a failure.
+        # Its own process group (with its embedded beat): Ctrl-C reaches the demo command, which then
+        # stops the group, so a worker exit the demo did not ask for is always a failure.
         start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
     )
 
 
@@ -102,15 +130,23 @@ def _worker_wait_ready(worker: subprocess.Popen, *, node: str) -> None:
     raise CommandError(f"The Celery worker did not report ready within {WORKER_READY_SECONDS} s; its output is above.")
 
 
-def _worker_stop(worker: subprocess.Popen) -> None:
-    if worker.poll() is not None:
-        return
-    worker.send_signal(signal.SIGTERM)
+def _signal_group(worker: subprocess.Popen, signum: int) -> None:
     try:
-        worker.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
+        os.killpg(worker.pid, signum)  # the worker and its beat process
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _worker_stop(worker: subprocess.Popen) -> None:
+    """Stop the worker's process group: a worker that died leaves its embedded beat process behind."""
+    if worker.poll() is None:
+        _signal_group(worker, signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            _signal_group(worker, signal.SIGKILL)
+            worker.wait()
+    _signal_group(worker, signal.SIGKILL)
 
 
 class _Watchdog:
@@ -128,4 +164,4 @@ class _Watchdog:
             return
         self.died_with = code
         sys.stderr.write(f"\nThe Celery worker exited (exit code {code}): stopping the demo.\n")
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
