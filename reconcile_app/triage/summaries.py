@@ -162,6 +162,8 @@ def when_said(facts: SaidFacts) -> str:
     """The event time as the patient put it, relative to when they said it ("10 days ago")."""
     text = " ".join(facts.event_time_text.split())
     low = text.casefold()
+    if low.startswith("the last ") or low.startswith("the past "):
+        return "in " + low
     if low.endswith(" ago") or low.startswith(RELATIVE_START):
         return text[:1].lower() + text[1:]
     if facts.event_start is not None and facts.mention_time is not None:
@@ -183,8 +185,9 @@ def _medication(facts: SaidFacts) -> str:
         phrase = MEDICATION_NEGATED.get(action, "not taking {x}").format(x=drug)
     else:
         phrase = MEDICATION_ACTIONS.get(action, "taking {x}").format(x=drug)
-    if a.get("dose_text") and action in ("taking", "started", "changed_dose", "took_once"):
-        phrase += f" {a['dose_text']}"
+    dose = a.get("frequency") or a.get("dose_text")  # "2 in the morning and 2 at night" says more than "2 in the morning"
+    if dose and action in ("taking", "started", "changed_dose", "took_once"):
+        phrase += f" {dose}"
     if a.get("source") == "otc":
         phrase += " (over the counter)"
     elif a.get("source") == "someone_else":
@@ -326,21 +329,24 @@ def _terms(facts: SaidFacts) -> list[str]:
     return [t for t in (_norm(v) for v in values) if len(t) >= 3]
 
 
-def _about(facts: SaidFacts, category: str, record: Sequence[RecordFacts]) -> list[RecordFacts]:
-    """Cited entries that are about the memory's concept: the record entry it names, or an entry
-    of the finding's category whose name contains the concept's name."""
+def _about(facts: SaidFacts, kind: str, category: str, record: Sequence[RecordFacts]) -> list[RecordFacts]:
+    """Cited entries that are about the memory's concept: an entry of the finding's category whose
+    name contains the concept's name, or (for a contradiction) the record entry the memory names.
+    A gap's named entry is context, not presence: a reaction to spironolactone is a gap in the
+    allergy list even though the spironolactone prescription is cited."""
     types = CATEGORY_TYPES.get(category, ())
     ref = str(facts.attributes.get("record_ref") or "")
     terms = _terms(facts)
     return [
         r for r in record
-        if f"{r.resource_type}/{r.id}" == ref or (r.resource_type in types and any(t in _norm(r.display) for t in terms))
+        if (r.resource_type in types and (f"{r.resource_type}/{r.id}" == ref or any(t in _norm(r.display) for t in terms)))
+        or (kind == "contradiction" and f"{r.resource_type}/{r.id}" == ref)
     ]
 
 
 def record_says(*, kind: str, category: str, facts: SaidFacts, record: Sequence[RecordFacts]) -> str:
     """"record: metoprolol tartrate 25 mg active", or what the record lacks for a gap."""
-    about = _about(facts, category, record)
+    about = _about(facts, kind, category, record)
     if kind == "contradiction" and not about:
         about = list(record[:1])  # the engines cite the entry a contradiction is about first
     if about:

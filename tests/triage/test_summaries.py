@@ -63,6 +63,24 @@ def test_an_entry_named_by_the_memory_is_the_one_described_even_when_cited_secon
     )
 
 
+def test_a_reaction_to_a_prescribed_drug_is_a_gap_in_the_allergy_list_not_the_prescription():
+    facts = said("allergy", attributes={"substance": "spironolactone", "reaction": "swelling",
+                                        "record_ref": "MedicationRequest/medrx-spiro"})
+    spiro = RecordFacts("MedicationRequest", "medrx-spiro", "spironolactone 25 MG Oral Tablet", status="active")
+    penicillin = RecordFacts("AllergyIntolerance", "pcn", "Allergy to penicillin", status="active")
+    assert finding_summary(kind="gap", category="allergy", facts=facts, record=[penicillin, spiro]) == (
+        "Says spironolactone caused swelling · record: not on the allergy list (relevant: Allergy to penicillin, spironolactone 25 mg)"
+    )
+
+
+def test_the_frequency_and_a_recent_stretch_of_time_read_naturally():
+    naproxen = said("medication", attributes={"drug": "naproxen", "action": "taking", "dose_text": "2 in the morning",
+                                              "frequency": "2 in the morning and 2 at night"})
+    assert patient_says(naproxen) == "Says taking naproxen 2 in the morning and 2 at night"
+    swelling = said("symptom", attributes={"name": "ankle swelling"}, event_time_text="the last few days")
+    assert patient_says(swelling) == "Says has ankle swelling in the last few days"
+
+
 def test_allergies_conditions_procedures_and_negations_read_as_sentences():
     assert patient_says(said("allergy", attributes={"substance": "spironolactone", "reaction": "swelling", "stated_status": "new"})) == (
         "Says spironolactone caused swelling"
