@@ -23,6 +23,7 @@ from reconcile_app.narrative.types import (
 from . import context as ctx
 from .base import Extractor
 from .clauses import _UNSET, Sentence, split_sentences
+from .delta import DeltaDetector, TurnHit
 from .lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay, tokenize
 from .measurements import Measurement, find_measurements
 from .temporal import resolve
@@ -281,7 +282,11 @@ class RulesExtractor(Extractor):
     """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
 
     name = "rules"
-    version = "1.3.0"
+    base_version = "1.3.0"  # the rules alone; `version` adds the shipped turn detector's fingerprint
+
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        return self.base_version if self.delta.detector is None else f"{self.base_version}+{self.delta.version}"
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self._lexicon = lexicon
@@ -299,6 +304,24 @@ class RulesExtractor(Extractor):
         prior: Sequence[MemoryDraft] = (),
         record: ClinicalRecord | None = None,
     ) -> list[MemoryDraft]:
+        drafts, hits_of = self.analyse_session(session, prior=prior, record=record)
+        return self.delta.annotate(session, drafts, hits_of)
+
+    @property
+    def delta(self) -> DeltaDetector:
+        detector = self.__dict__.get("_delta")
+        if detector is None:
+            detector = self.__dict__["_delta"] = DeltaDetector()
+        return detector
+
+    def analyse_session(
+        self,
+        session: SessionInput,
+        *,
+        prior: Sequence[MemoryDraft] = (),
+        record: ClinicalRecord | None = None,
+    ) -> tuple[list[MemoryDraft], dict[str, tuple[list[TurnHit], list[TurnHit]]]]:
+        """The rules' memories, and each patient turn's terminology hits with the coach's before it (the detector's input)."""
         lex = self.lexicon
         overlay = self._overlay_for(record, lex)
         states: list[TurnState] = []
@@ -327,7 +350,7 @@ class RulesExtractor(Extractor):
                 drafts[-1].attributes.setdefault("lexicon_candidates", state.candidates)
         _link_record(drafts, overlay)
         _assign_ops(drafts, prior)
-        return drafts
+        return drafts, _turn_hits(states, record)
 
     def _overlay_for(self, record: ClinicalRecord | None, lex: Lexicon) -> dict:
         """The record's phrases, reused while the same record object is passed (one patient's sessions in a row)."""
@@ -1707,6 +1730,28 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
         if m.event_time is None and when is not None:
             m.event_time = when
             m.attributes.setdefault("time_from_turn", state.turn.id)
+
+
+def _turn_hits(states: list[TurnState], record: ClinicalRecord | None) -> dict[str, tuple[list[TurnHit], list[TurnHit]]]:
+    """Per patient turn: its hits and those of the coach turn before it, with the record state of what they name."""
+
+    def hits(state: TurnState) -> list[TurnHit]:
+        out = []
+        for sent in state.sentences:
+            for h in sent.hits:
+                ref = next((e.record_ref for e in h.entries if e.record_ref), None)
+                entry = record.get(*ref) if (record is not None and ref) else None
+                out.append(TurnHit(h.best.kind, entry.state if entry is not None else ""))
+        return out
+
+    result: dict[str, tuple[list[TurnHit], list[TurnHit]]] = {}
+    coach: list[TurnHit] = []
+    for state in states:
+        if state.turn.speaker != "patient":
+            coach = hits(state)
+            continue
+        result[state.turn.id] = (hits(state), coach)
+    return result
 
 
 def _link_record(drafts: list[MemoryDraft], overlay: dict) -> None:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
-from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
+from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX, citation_gate
 from reconcile_app.reconciliation.knowledge import Drug, Knowledge, eval_rule, load_knowledge, norm, regex_text
 from reconcile_app.reconciliation.matching import (
     DrugMention,
@@ -29,6 +29,7 @@ from reconcile_app.reconciliation.matching import (
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Citation, FindingCategory, FindingDraft, FindingKind, Severity
 
 from .base import Reconciler
+from .judge import Judge
 
 AGREE, CONTRA, GAP, NCR = (FindingKind.AGREEMENT, FindingKind.CONTRADICTION, FindingKind.GAP, FindingKind.NO_CLINICAL_RELEVANCE)
 Cat = FindingCategory
@@ -219,16 +220,32 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    version = "1.16.0"  # bump whenever a finding can change: it keys run idempotency
+    base_version = "1.16.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
+
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        return self.base_version if self.judge is None else f"{self.base_version}+{self.judge.version}"
 
     def __init__(self) -> None:
         self.kb = load_knowledge()
+        self.judge: Judge | None = Judge.load()
         # earlier memories are judged again on every later session (for repeats): remember their keys, for one
         # record object at a time (a new record, or a changed one, starts afresh)
         self._past: dict[tuple, tuple[str, str] | None] = {}
         self._past_record: ClinicalRecord | None = None
 
     def reconcile(
+        self,
+        memories: Sequence[MemoryDraft],
+        record: ClinicalRecord,
+        *,
+        history: Sequence[MemoryDraft] = (),
+    ) -> list[FindingDraft]:
+        """The rules' verdicts through the citation gate, then the learned judge (when its model is shipped)."""
+        drafts = [citation_gate(d, record) for d in self.reconcile_rules(memories, record, history=history)]
+        return self.judge.apply(memories, drafts, record) if self.judge is not None else drafts
+
+    def reconcile_rules(
         self,
         memories: Sequence[MemoryDraft],
         record: ClinicalRecord,
