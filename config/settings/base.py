@@ -46,6 +46,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outside the session, CSRF and messages middleware: it sees (and partitions) the cookies they set.
+    "reconcile_app.smart.middleware.PartitionedCookiesMiddleware",
     "reconcile_app.core.middleware.RequestIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -130,6 +132,10 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+# An EHR frames the app from another site, where browsers blocking third-party cookies keep only
+# partitioned ones (CHIPS): on HTTPS and on loopback hosts every cookie is sent as
+# SameSite=None; Secure; Partitioned (smart.middleware.PartitionedCookiesMiddleware).
+FRAMED_COOKIES = env_bool("FRAMED_COOKIES", True)
 X_FRAME_OPTIONS = "SAMEORIGIN"  # replaced per response by FrameAncestorsMiddleware
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

@@ -1,6 +1,6 @@
 """Test settings: fast hashing, in-memory email, eager tasks unless a real broker is given."""
 from .base import *  # noqa: F403
-from .base import env_str
+from .base import env_bool, env_str
 
 DEBUG = False
 SMART_SANDBOX_ENABLED = True
@@ -16,3 +16,6 @@ STORAGES = {
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL")
 CELERY_TASK_EAGER_PROPAGATES = True
+# The test client and requests (http://localhost) would drop Secure cookies; the browser tests,
+# which check the framed launch, turn partitioned cookies back on.
+FRAMED_COOKIES = env_bool("FRAMED_COOKIES", False)

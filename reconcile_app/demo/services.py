@@ -5,6 +5,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -41,6 +42,20 @@ def demo_users_ensure() -> list[str]:
     return created
 
 
+LOOPBACK_TWINS = {"127.0.0.1": "localhost", "localhost": "127.0.0.1"}
+
+
+def demo_app_url(base_url: str) -> str:
+    """Where the sandbox EHR opens the app: the same server under its loopback twin name, so the EHR
+    (127.0.0.1) frames the app (localhost) from another site, as real EHRs do, and the nurse's and the
+    clinician's sessions do not share a cookie. Other hosts keep one origin."""
+    parts = urlsplit(base_url)
+    twin = LOOPBACK_TWINS.get(parts.hostname or "")
+    if twin is None:
+        return base_url
+    return urlunsplit((parts.scheme, f"{twin}:{parts.port}" if parts.port else twin, "", "", ""))
+
+
 def demo_registration_ensure(*, base_url: str):  # type: ignore[no-untyped-def]
     """Register the sandbox EHR with the app, and the app with the sandbox's authorization server."""
     from reconcile_app.sandbox.services import sandbox_client_register
@@ -48,11 +63,14 @@ def demo_registration_ensure(*, base_url: str):  # type: ignore[no-untyped-def]
     from reconcile_app.smart.models import EhrRegistration
 
     iss = f"{base_url}/sandbox/fhir"
+    app_url = demo_app_url(base_url)
     sandbox_client_register(
         client_id=DEMO_CLIENT_ID,
-        redirect_uris=[f"{base_url}/smart/callback"],
+        # Launched from the EHR (app_url) or standalone from the app's own page (base_url).
+        redirect_uris=sorted({f"{base_url}/smart/callback", f"{app_url}/smart/callback"}),
         jwk_public=None,
         scopes="launch launch/patient openid fhirUser patient/*.rs patient/*.c offline_access",
+        launch_url=f"{app_url}/smart/launch",
     )
     registration, _ = EhrRegistration.objects.update_or_create(
         iss=iss,

@@ -49,6 +49,8 @@ class SandboxClient(TimeStampedModel):
     redirect_uris = models.JSONField(default=list, blank=True)
     jwk_public = models.JSONField(null=True, blank=True)
     scopes = models.CharField(max_length=800, help_text="The most this client may be granted (SMART v1 or v2 syntax).")
+    # Where the EHR opens the app (its SMART launch endpoint), as an EHR's app registration records it.
+    launch_url = models.URLField(max_length=400, blank=True)
 
     def __str__(self) -> str:
         return self.client_id

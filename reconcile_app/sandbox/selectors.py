@@ -31,6 +31,13 @@ def sandbox_client_get(*, client_id: str) -> SandboxClient | None:
     return SandboxClient.objects.filter(client_id=client_id).first() if client_id else None
 
 
+def sandbox_app_launch_url() -> str:
+    """The launch URL of the (most recently registered) app that has one."""
+    return (
+        SandboxClient.objects.exclude(launch_url="").order_by("-updated_at").values_list("launch_url", flat=True).first() or ""
+    )
+
+
 def sandbox_access_token_get(*, token: str) -> SandboxToken | None:
     """The access-token row for a bearer value, expired or not (the caller decides how to answer)."""
     token_hash = hashlib.sha256(token.encode()).hexdigest()

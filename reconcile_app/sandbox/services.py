@@ -105,12 +105,12 @@ def sandbox_resource_create(*, resource: dict[str, Any]) -> SandboxResource:
 
 @transaction.atomic
 def sandbox_client_register(
-    *, client_id: str, redirect_uris: list[str], jwk_public: dict | None = None, scopes: str
+    *, client_id: str, redirect_uris: list[str], jwk_public: dict | None = None, scopes: str, launch_url: str = ""
 ) -> SandboxClient:
     """Create or update a client registration (idempotent on client_id)."""
     client, _ = SandboxClient.objects.update_or_create(
         client_id=client_id,
-        defaults={"redirect_uris": list(redirect_uris), "jwk_public": jwk_public, "scopes": scopes},
+        defaults={"redirect_uris": list(redirect_uris), "jwk_public": jwk_public, "scopes": scopes, "launch_url": launch_url},
     )
     return client
 

@@ -1,7 +1,7 @@
 """The EHR-like pages: a patient list and a chart frame that launches reconcile in an iframe."""
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
@@ -12,20 +12,32 @@ from django.views.decorators.http import require_GET
 
 from .forms import EhrLaunchForm
 from .models import SimulatedError
-from .selectors import sandbox_chart_summary, sandbox_patient_get, sandbox_patient_list, sandbox_practitioner_list
+from .selectors import (
+    sandbox_app_launch_url,
+    sandbox_chart_summary,
+    sandbox_patient_get,
+    sandbox_patient_list,
+    sandbox_practitioner_list,
+)
 from .services import sandbox_launch_create
 from .views_fhir import fhir_base_url
 
 
 def _app_launch_url() -> str:
-    """The app's SMART launch endpoint: same origin in the demo, or SANDBOX_APP_LAUNCH_URL for an app elsewhere."""
-    configured = getattr(settings, "SANDBOX_APP_LAUNCH_URL", "")
+    """The app's SMART launch endpoint: SANDBOX_APP_LAUNCH_URL, else the launch URL the app registered
+    (the demo registers the app on another site, as EHRs embed it), else the same origin."""
+    configured = getattr(settings, "SANDBOX_APP_LAUNCH_URL", "") or sandbox_app_launch_url()
     if configured:
         return str(configured)
     try:
         return reverse("smart:launch")
     except NoReverseMatch:
         return "/smart/launch"
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
 
 
 @require_GET
@@ -54,10 +66,16 @@ def patient_chart(request: HttpRequest, fhir_id: str) -> HttpResponse:
         need_patient_banner=not form.cleaned_data.get("hide_banner"),
     )
     app_url = _app_launch_url() + "?" + urlencode({"iss": fhir_base_url(request), "launch": launch})
-    return render(request, "sandbox/ehr_chart.html", {
+    response = render(request, "sandbox/ehr_chart.html", {
         "patient": patient,
         "practitioner": next((p for p in practitioners if p.fhir_id == practitioner_id), None),
         "simulated_error": dict(SimulatedError.choices).get(simulate, "") if simulate else "",
         "app_url": app_url,
         "summary": sandbox_chart_summary(patient_id=patient.fhir_id),
     })
+    # The chart frames the app, possibly on another site: name it in frame-src (the app-wide CSP is 'self').
+    response["Content-Security-Policy"] = (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        f"frame-src 'self' {_origin(app_url)}".rstrip() + "; frame-ancestors 'self'"
+    )
+    return response

@@ -1,9 +1,12 @@
-"""CSP frame-ancestors from the EHR registrations: the app may be framed by the EHRs it serves."""
+"""Living inside an EHR's iframe: CSP frame-ancestors from the EHR registrations, and cookies that a
+browser blocking third-party cookies still keeps (CHIPS: SameSite=None; Secure; Partitioned)."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from http.cookies import Morsel
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from .selectors import registration_frame_ancestors
@@ -41,4 +44,49 @@ class FrameAncestorsMiddleware:
             )
         if "X-Frame-Options" in response:
             del response["X-Frame-Options"]
+        return response
+
+
+class PartitionedMorsel(Morsel):
+    """A cookie with the `Partitioned` attribute (CHIPS), which http.cookies learns only in Python 3.14."""
+
+    def OutputString(self, attrs: list[str] | None = None) -> str:  # noqa: N802 - Morsel's own name
+        return super().OutputString(attrs) + "; Partitioned"
+
+
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "[::1]"}
+
+
+def _secure_context(request: HttpRequest) -> bool:
+    """HTTPS, or a loopback host, which browsers treat as secure (Secure cookies are kept there)."""
+    if request.is_secure():
+        return True
+    host = request.get_host().rsplit(":", 1)[0] if not request.get_host().endswith("]") else request.get_host()
+    return host.lower() in LOOPBACK_HOSTS
+
+
+class PartitionedCookiesMiddleware:
+    """An EHR frames the app from another site, so every cookie the app sets there (session, CSRF,
+    messages) is third-party. Browsers that block third-party cookies (Chromium now does) drop them,
+    and the SMART callback no longer finds its state ("Sign-in response refused"). Partitioned cookies
+    (CHIPS) are kept per top-level site: the EHR's frame gets its own jar, first-party use is unchanged.
+
+    They must be SameSite=None and Secure, so this applies on secure contexts only (HTTPS, or a
+    loopback host in the demo); elsewhere cookies keep the settings' SameSite. FRAMED_COOKIES=False
+    turns it off."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not getattr(settings, "FRAMED_COOKIES", False) or not response.cookies or not _secure_context(request):
+            return response
+        for name, morsel in list(response.cookies.items()):
+            framed = PartitionedMorsel()
+            framed.update(morsel)
+            framed.set(morsel.key, morsel.value, morsel.coded_value)
+            framed["samesite"] = "None"
+            framed["secure"] = True
+            dict.__setitem__(response.cookies, name, framed)
         return response

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -37,6 +38,7 @@ ERROR_TEXTS = {
     "foreign_state": ("Sign-in response refused", "This sign-in response was not started from this browser. Open reconcile from the EHR again."),
     "replayed_state": ("Sign-in response already used", "This sign-in response was already used. Open reconcile from the EHR again."),
     "missing_state": ("Sign-in response refused", "The sign-in response is incomplete. Open reconcile from the EHR again."),
+    "cookies_blocked": ("Your browser blocked reconcile's sign-in cookie", "The browser did not keep the cookie reconcile sets inside the EHR's window (third-party cookies are blocked), so the sign-in could not be checked. Open reconcile in a new window from the EHR, or allow cookies for this site."),
     "missing_code": ("Sign-in response refused", "The EHR did not send an authorization code."),
     "invalid_client": ("The EHR does not recognise reconcile", "The EHR refused reconcile's client id. An administrator must check the registration."),
     "unauthorized_client": ("The EHR does not recognise reconcile", "The EHR refused reconcile's client id. An administrator must check the registration."),
@@ -134,6 +136,9 @@ def callback(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _fail(request, action="smart.callback", exc=LaunchRefused("bad callback", code="missing_state"))
     data = form.cleaned_data
+    if settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        # The launch set a session cookie moments ago: none came back, so the browser refused it.
+        return _fail(request, action="smart.callback", exc=LaunchRefused("no session cookie", code="cookies_blocked"))
     try:
         smart_launch = services.launch_complete(state=data["state"], code=data["code"], error=data["error"],
                                                 session=request.session)

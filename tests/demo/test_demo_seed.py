@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from reconcile_app.core.roles import Role, user_roles
 from reconcile_app.demo.services import DEMO_PASSWORD, demo_seed
 from reconcile_app.fhir.models import Patient
+from reconcile_app.sandbox.models import SandboxClient
 from reconcile_app.reconciliation.models import Finding
 from reconcile_app.smart.models import EhrRegistration
 from reconcile_app.transcripts.models import Session
@@ -33,6 +34,11 @@ def test_demo_seed_runs_the_whole_pipeline_and_is_idempotent(django_capture_on_c
     assert User.objects.get(username="admin").check_password(DEMO_PASSWORD)
     registration = EhrRegistration.objects.get(iss="http://127.0.0.1:8000/sandbox/fhir")
     assert registration.backend_client_id and registration.private_key_pem  # Backend Services ready
+    # The EHR (127.0.0.1) opens the app under its loopback twin (localhost): a cross-site frame, as EHRs do.
+    app = SandboxClient.objects.get(client_id="reconcile-demo")
+    assert app.launch_url == "http://localhost:8000/smart/launch"
+    assert set(app.redirect_uris) == {"http://localhost:8000/smart/callback", "http://127.0.0.1:8000/smart/callback"}
+    assert registration.frame_ancestors == "http://127.0.0.1:8000"
     assert Patient.objects.filter(registration=registration).count() == seed.patients == 3
     assert Session.objects.exclude(pipeline_status=Session.Pipeline.DONE).count() == 0
     assert Finding.objects.filter(kind__in=["contradiction", "gap"]).exists()
@@ -42,3 +48,14 @@ def test_demo_seed_runs_the_whole_pipeline_and_is_idempotent(django_capture_on_c
         again = demo_seed(base_url="http://127.0.0.1:8000")
     assert again.users_created == [] and again.uploads == 0
     assert Finding.objects.count() == findings
+
+
+@pytest.mark.parametrize(("base", "app"), [
+    ("http://127.0.0.1:8000", "http://localhost:8000"),
+    ("http://localhost:8123", "http://127.0.0.1:8123"),
+    ("http://192.168.1.20:8000", "http://192.168.1.20:8000"),
+])
+def test_the_demo_app_lives_on_the_ehrs_loopback_twin(base: str, app: str) -> None:
+    from reconcile_app.demo.services import demo_app_url
+
+    assert demo_app_url(base) == app

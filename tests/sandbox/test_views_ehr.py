@@ -97,3 +97,13 @@ def test_app_launch_url_can_point_at_another_origin(client: Client, sandbox_data
     settings.SANDBOX_APP_LAUNCH_URL = "https://reconcile.example.org/smart/launch"
     html = client.get("/sandbox/ehr/patients/pat-a/").content.decode()
     assert 'src="https://reconcile.example.org/smart/launch?iss=' in html
+
+
+def test_the_chart_frames_the_launch_url_the_app_registered_and_allows_it_in_frame_src(client: Client, sandbox_data: int) -> None:
+    from reconcile_app.sandbox.services import sandbox_client_register
+
+    sandbox_client_register(client_id="elsewhere", redirect_uris=["http://localhost:8000/smart/callback"], scopes="launch",
+                            launch_url="http://localhost:8000/smart/launch")
+    response = client.get("/sandbox/ehr/patients/pat-a/")
+    assert 'src="http://localhost:8000/smart/launch?iss=' in response.content.decode()
+    assert "frame-src 'self' http://localhost:8000;" in response["Content-Security-Policy"]

@@ -118,7 +118,10 @@ def test_callback_from_another_browser_is_refused(browser, live_server, sandbox_
     start = browser.get(ehr_launch_url(live_server), timeout=30, allow_redirects=False)
     authorize = browser.get(start.headers["Location"], timeout=30, allow_redirects=False)
     callback_url = authorize.headers["Location"]
+    cookieless = requests.get(callback_url, timeout=30, allow_redirects=False)
+    assert cookieless.status_code == 400 and 'data-launch-error="cookies_blocked"' in cookieless.text
     attacker = requests.Session()
+    attacker.get(ehr_launch_url(live_server), timeout=30, allow_redirects=False)  # a session of their own
     response = attacker.get(callback_url, timeout=30, allow_redirects=False)
     assert response.status_code == 400 and 'data-launch-error="foreign_state"' in response.text
     # The victim's own callback still works: the attacker did not burn it.
