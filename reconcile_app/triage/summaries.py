@@ -61,8 +61,9 @@ def complete_sentences(text: str, *, cap: int = ENGINE_EXPLANATION_CAP) -> tuple
     """(text, was_cut): an explanation an engine cut at its length cap, ended at its last whole
     sentence. Only text of the cap's length is touched: a short explanation without a final full
     stop is an author's style, not a cut, and dropping its last clause would lose information."""
+    at_cap = len(text) >= cap  # measured before tidying: a cut can leave a trailing space ("… diuretics and ")
     text = " ".join(text.split())
-    if len(text) < cap or text.endswith((".", "!", "?", ")", "”", '"', "’")):
+    if not at_cap or text.endswith((".", "!", "?", ")", "”", '"', "’")):
         return text, False
     ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", text)]
     if ends:

@@ -63,12 +63,16 @@ def queue(request: AppHttpRequest) -> HttpResponse:
     page = selectors.triage_queue_page(filters=filters, user=request.user)
     counts = selectors.triage_queue_counts(filters=filters, user=request.user)
     audit_record(request=request, action="triage.queue_view", details={"rows": len(page.items), "filtered": bool(request.GET)})
+    alerts = [(a, alert_email_text(status=a.email_status, recipients=a.email_recipients, note=a.email_note)) for a in selectors.alerts_open()]
+    # One delivery note for the list when every alert shares it (e.g. no address to email to).
+    notes = {email for _, email in alerts}
+    alerts_note = notes.pop() if len(notes) == 1 and alerts and alerts[0][0].email_status != "sent" else ""
+    alerts_note = (alerts_note[:1].upper() + alerts_note[1:] + ".") if alerts_note else ""
     context = {
         "form": form, "filters": filters, "page": page, "counts": counts, "rows": queue_rows(page.items, now=timezone.now()),
         "next_query": _query_with(request, after=page.next_cursor) if page.next_cursor else "",
         "first_query": _query_with(request, after=None) if filters.get("after") else "",
-        "alerts": [(a, alert_email_text(status=a.email_status, recipients=a.email_recipients, note=a.email_note))
-                   for a in selectors.alerts_open()],
+        "alerts": alerts, "alerts_note": alerts_note,
         "selects": filter_selects(form, filters),
         "patient_form": PatientSearchForm(), "chosen_patients": selectors.patients_by_ids(ids=filters.get("patient") or []),
         "bulk_selects": {

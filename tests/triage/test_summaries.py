@@ -152,6 +152,15 @@ def test_an_explanation_cut_at_the_engine_cap_ends_at_its_last_whole_sentence():
     assert was_cut and text.endswith("antidepressant risks serotonin syndrome.") and "tacrolimu" not in text
 
 
+def test_a_cut_that_ends_on_a_space_is_still_a_cut():
+    cut = ("Patient reports taking naproxen (an undocumented medicine or supplement); the record has no entry for it. "
+           "Interaction: NSAIDs with an anticoagulant raise bleeding risk. Interaction: NSAIDs with an ACE inhibitor can "
+           "injure the kidneys and raise blood pressure. Interaction: NSAIDs blunt diuretics and ")
+    cut = cut + " " * (300 - len(cut))
+    text, was_cut = complete_sentences(cut)
+    assert was_cut and text.endswith("raise blood pressure.")
+
+
 def test_a_whole_explanation_is_left_as_written():
     assert complete_sentences("Record lists lisinopril as active; patient reports stopping it.") == (
         "Record lists lisinopril as active; patient reports stopping it.", False)
