@@ -28,3 +28,18 @@ def test_dashboard_counts_and_precision_from_dispositions(nurse_client, nurse):
     assert round(medication["precision"], 3) == 0.667
     assert stats["sla_on_time"] == 3 and stats["sla_compliance"] == 1.0
     assert b"<svg" in response.content and b"<rect" in response.content
+
+
+def test_the_dashboard_lists_findings_past_their_sla_by_what_they_are(nurse_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reconcile_app.triage.models import TriageItem
+
+    late = item_create(severity="high")
+    item_create(severity="low", safety_critical=False)
+    TriageItem.objects.filter(pk=late.pk).update(sla_due_at=timezone.now() - timedelta(hours=2), summary="Says stopped lisinopril · record: x")
+    response = nurse_client.get(reverse("triage:dashboard"))
+    assert [row["finding_id"] for row in response.context["overdue"]] == [late.finding_id]
+    assert "Says stopped lisinopril · record: x" in response.content.decode()

@@ -27,3 +27,15 @@ def test_clinician_sees_only_the_launched_patient(clinician_client):
 
 def test_without_a_launch_the_page_is_refused(clinician_client):
     assert clinician_client.get(URL).status_code == 403
+
+
+def test_each_finding_says_what_it_is_in_one_line(clinician_client):
+    from .factories import memory_create, patient_create, session_create
+
+    patient = patient_create()
+    session = session_create(patient=patient)
+    memory = memory_create(session=session, attributes={"drug": "lisinopril", "action": "stopped"})
+    item_create(patient=patient, session=session, memory=memory)
+    launch(clinician_client, patient.pk)
+    body = clinician_client.get(URL).content.decode()
+    assert "Says stopped lisinopril about two weeks ago · record: Lisinopril 10 mg tablet active" in body
