@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from reconcile_app.narrative.engines import lexicon as lexicon_module  # noqa: E402
+from reconcile_app.terminology import lexicon as lexicon_module  # noqa: E402
 from reconcile_app.narrative.engines.devset import load_case, patient_folders  # noqa: E402
 from reconcile_app.narrative.engines.rules import RulesExtractor  # noqa: E402
 

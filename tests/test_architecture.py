@@ -10,6 +10,7 @@ APP_ROOT = Path(__file__).resolve().parent.parent / "reconcile_app"
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "audit": {"core"},
+    "terminology": set(),  # the base vocabulary layer: drugs, classes, conditions, lay terms
     "smart": set(),
     "sandbox": set(),
     "fhir": {"smart"},
@@ -18,7 +19,7 @@ ALLOWED: dict[str, set[str]] = {
     "reconciliation": {"smart", "fhir", "transcripts", "narrative"},
     "triage": {"smart", "fhir", "transcripts", "narrative", "reconciliation"},
 }
-SHARED = {"core", "audit"}
+SHARED = {"core", "audit", "terminology"}  # base layers, importable from every app
 TOP_LEVEL = {"evaluation", "demo", "pipeline"}  # orchestrators: may import anything below them
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from reconcile_app.narrative.engines import context as ctx
-from reconcile_app.narrative.engines.lexicon import lower_same_length, tokenize
+from reconcile_app.terminology.lexicon import lower_same_length, tokenize
 
 
 def _assess(sentence: str, target: str) -> ctx.ContextResult:

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .lexicon import tokenize
+from reconcile_app.terminology.lexicon import tokenize
 
 # A sentence ends at . ! ? (runs of them), a newline, a semicolon-free emoji run, or " - " dashes;
 # decimal points ("7.1", "Dr. Patel") do not end one.

@@ -24,7 +24,7 @@ from . import context as ctx
 from .base import Extractor
 from .clauses import _UNSET, Sentence, split_sentences
 from .delta import DeltaDetector, TurnHit
-from .lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay, tokenize
+from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay, tokenize
 from .measurements import Measurement, find_measurements
 from .temporal import resolve
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from reconcile_app.fhir.clinical import build_clinical_record
-from reconcile_app.narrative.engines.lexicon import (
+from reconcile_app.terminology.lexicon import (
     ALIASES_PATH,
     damerau1,
     default_lexicon,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reconcile_app.narrative.engines import lexicon as lx
+from reconcile_app.terminology import lexicon as lx
 
 
 def _small() -> lx.Lexicon:

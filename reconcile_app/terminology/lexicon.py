@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 logger = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 ALIASES_PATH = DATA_DIR / "aliases.json"
 
 # Tokens keep inner apostrophes and hyphens ("sister-in-law", "hector's"), nothing else.

@@ -1,0 +1,1 @@
+"""One clinical terminology shared by extraction and reconciliation: drugs, classes, conditions, lay terms, each sourced."""
