@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from django.db.models import QuerySet
 
+from .fhirdata import CREATABLE_TYPES
 from .models import SandboxClient, SandboxResource, SandboxToken
 
 
@@ -98,10 +99,38 @@ def sandbox_patient_get(*, fhir_id: str) -> PersonRow | None:
 
 
 @dataclass(frozen=True)
+class AppWrite:
+    """A resource an app created for the patient (DetectedIssue, Task, Communication), as the chart lists it."""
+
+    reference: str
+    title: str
+    detail: str
+    when: str
+    identifier: str = ""  # the app's own id for it (reconcile: the finding), as the resource carries it
+
+
+@dataclass(frozen=True)
 class ChartSummary:
     problems: list[str]
     medications: list[str]
     allergies: list[str]
+    from_apps: list[AppWrite] = field(default_factory=list)
+
+
+def _app_write(resource_type: str, resource: dict[str, Any]) -> AppWrite:
+    if resource_type == "Communication":
+        payload = (resource.get("payload") or [{}])[0]
+        detail = str(payload.get("contentString") or "")
+    else:
+        detail = str(resource.get("detail") or resource.get("description") or "")
+    return AppWrite(
+        reference=f"{resource_type}/{resource.get('id')}",
+        title=f"{resource_type}: {_display(resource.get('code'))}" if resource.get("code") else resource_type,
+        detail=detail.split("\n", 1)[0][:300],
+        when=str(resource.get("identifiedDateTime") or resource.get("authoredOn") or resource.get("sent")
+                 or (resource.get("meta") or {}).get("lastUpdated") or "")[:16].replace("T", " "),
+        identifier=str(((resource.get("identifier") or [{}])[0] or {}).get("value") or ""),
+    )
 
 
 def _display(concept: dict[str, Any] | None) -> str:
@@ -131,4 +160,6 @@ def sandbox_chart_summary(*, patient_id: str) -> ChartSummary:
             medications.append(_display(resource.get("medicationCodeableConcept")))
         elif resource_type == "AllergyIntolerance" and clinical == "active":
             allergies.append(_display(resource.get("code")))
-    return ChartSummary(sorted(problems), sorted(medications), sorted(allergies))
+    writes = SandboxResource.objects.filter(patient_id=patient_id, resource_type__in=CREATABLE_TYPES).order_by("-last_updated", "-pk")
+    from_apps = [_app_write(rtype, resource) for rtype, resource in writes.values_list("resource_type", "json")]
+    return ChartSummary(sorted(problems), sorted(medications), sorted(allergies), from_apps)

@@ -107,3 +107,19 @@ def test_the_chart_frames_the_launch_url_the_app_registered_and_allows_it_in_fra
     response = client.get("/sandbox/ehr/patients/pat-a/")
     assert 'src="http://localhost:8000/smart/launch?iss=' in response.content.decode()
     assert "frame-src 'self' http://localhost:8000;" in response["Content-Security-Policy"]
+
+
+def test_the_chart_lists_what_apps_wrote_for_the_patient(client: Client, sandbox_data: int) -> None:
+    from reconcile_app.sandbox.services import sandbox_resource_create
+
+    issue = sandbox_resource_create(resource={
+        "resourceType": "DetectedIssue", "status": "final", "patient": {"reference": "Patient/pat-a"},
+        "code": {"text": "Contradiction (medication)"}, "identifiedDateTime": "2026-01-05T18:04:00-05:00",
+        "detail": "The patient says they stopped lisinopril.\n\nPatient-reported: stopped lisinopril",
+    })
+    sandbox_resource_create(resource={"resourceType": "DetectedIssue", "status": "final", "patient": {"reference": "Patient/pat-b"},
+                                      "code": {"text": "Another patient's issue"}})
+    html = client.get("/sandbox/ehr/patients/pat-a/").content.decode()
+    assert "From apps (1)" in html and f'data-resource="DetectedIssue/{issue.fhir_id}"' in html
+    assert "DetectedIssue: Contradiction (medication)" in html and "The patient says they stopped lisinopril." in html
+    assert "Another patient" not in html

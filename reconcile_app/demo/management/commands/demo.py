@@ -41,6 +41,11 @@ class Command(BaseCommand):
             return
         _address_free(options["addr"])  # before the worker starts: runserver's own bind failure exits hard
         node = f"demo-{os.getpid()}@{socket.gethostname()}"
+        # Ctrl-C and `kill <pid>` (SIGTERM) both stop the server, then the worker. Set explicitly (and before
+        # anything is announced): a shell starts background jobs with SIGINT ignored, and the watchdog
+        # relies on SIGTERM reaching us.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
         # The worker starts first so the demo transcripts are processed as soon as they are queued.
         worker = _worker_start(node=node, base_url=base_url, var=var)
         try:
@@ -49,23 +54,12 @@ class Command(BaseCommand):
         except BaseException:
             _worker_stop(worker)
             raise
-        self.stdout.write(self.style.SUCCESS(
-            f"demo ready: {seed.patients} sandbox patients, {seed.uploads} transcripts queued, worker {node} running"
-        ))
-        self.stdout.write(f"  EHR (sandbox) patient list: {base_url}/sandbox/ehr/   <- start here, launch the app for a patient")
-        self.stdout.write(f"  Nurse queue:                {base_url}/triage/   (nurse / {DEMO_PASSWORD})")
-        self.stdout.write(f"  Admin:                      {base_url}/triage/rules/   (admin / {DEMO_PASSWORD})")
-        self.stdout.write(f"  Health:                     {base_url}/healthz")
-        self.stdout.flush()
-        # Ctrl-C and `kill <pid>` (SIGTERM) both stop the server, then the worker. Set explicitly: a shell
-        # starts background jobs with SIGINT ignored, and the watchdog relies on SIGTERM reaching us.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, _interrupt)
         watchdog = _Watchdog(worker)
         try:
+            self._announce(seed=seed, node=node, base_url=base_url, password=DEMO_PASSWORD)
             call_command("runserver", options["addr"], use_reloader=False)
-        except SystemExit:
-            pass  # runserver exits on Ctrl-C, or when the watchdog interrupts it
+        except (SystemExit, KeyboardInterrupt):
+            pass  # runserver exits on Ctrl-C or SIGTERM, or when the watchdog interrupts it
         finally:
             watchdog.stopping = True
             _worker_stop(worker)
@@ -74,6 +68,20 @@ class Command(BaseCommand):
                 f"The Celery worker exited unexpectedly (exit code {watchdog.died_with}); nothing uploaded would be "
                 "processed, so the demo stopped. Its output is above."
             )
+
+    def _announce(self, *, seed: Any, node: str, base_url: str, password: str) -> None:
+        from reconcile_app.demo.services import demo_app_url
+
+        self.stdout.write(self.style.SUCCESS(
+            f"demo ready: {seed.patients} sandbox patients, {seed.uploads} transcripts queued, worker {node} running"
+        ))
+        self.stdout.write(f"  EHR (sandbox) patient list: {base_url}/sandbox/ehr/   <- start here, launch the app for a patient")
+        if demo_app_url(base_url) != base_url:
+            self.stdout.write(f"    (the EHR frames the app from {demo_app_url(base_url)}: another site, as EHRs embed apps)")
+        self.stdout.write(f"  Nurse queue:                {base_url}/triage/   (nurse / {password})")
+        self.stdout.write(f"  Admin:                      {base_url}/triage/rules/   (admin / {password})")
+        self.stdout.write(f"  Health:                     {base_url}/healthz")
+        self.stdout.flush()
 
 
 def _interrupt(signum: int, frame: Any) -> None:
