@@ -26,6 +26,7 @@ ALIASES_PATH = DATA_DIR / "aliases.json"
 # Tokens keep inner apostrophes and hyphens ("sister-in-law", "hector's"), nothing else.
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
 MAX_NGRAM = 6
+_DETERMINERS = frozenset("my the his her both our your their".split())
 # Phrases whose plural means something else: "the pill" is contraception, "the pills" is any pills.
 SINGULAR_ONLY = frozenset({"the pill"})
 
@@ -217,6 +218,24 @@ class Lexicon:
             else:
                 i += 1
         return hits
+
+    def match_inverted(self, lowered: str, tokens: list[tuple[str, int, int]], hits: list[Hit]) -> list[Hit]:
+        """English puts a body site after its symptom as well as before it: "pressure in my chest" names the
+        lexicon's "chest pressure". A head noun, "in", a determiner and a site form one symptom or condition."""
+        taken = {i for h in hits for i in range(h.tok_start, h.tok_end)}
+        out: list[Hit] = []
+        for i in range(len(tokens) - 3):
+            head, prep, det, site = (t[0] for t in tokens[i : i + 4])
+            if prep != "in" or det not in _DETERMINERS or taken & set(range(i, i + 4)):
+                continue
+            for key in (f"{site} {head}", f"{site.rstrip('s')} {head}"):
+                entries = tuple(e for e in self.phrases.get(key, ()) if e.kind in ("symptom", "condition"))
+                if entries:
+                    start, end = tokens[i][1], tokens[i + 3][2]
+                    out.append(Hit(start, end, i, i + 4, lowered[start:end], entries))
+                    taken |= set(range(i, i + 4))
+                    break
+        return out
 
     def _start_index(self) -> dict[str, int]:
         """First word -> the longest phrase starting with it (plural forms included), built once."""

@@ -348,7 +348,7 @@ def test_not_having_a_drug_anymore_is_stopping_it(extractor) -> None:
 
 def test_habitually_eating_an_allergen_food_is_a_tolerance_statement(extractor) -> None:
     allergy = patient_affirmed(run(extractor, "What do you eat before work?",
-                                   "my go-to breakfast is a pb sandwich on gf bread, every morning basically"), "allergy")
+                                   "honestly I have peanut butter on toast every morning"), "allergy")
     assert allergy and allergy[0].attributes["substance"] == "peanut" and allergy[0].attributes["stated_status"] == "tolerated"
 
 

@@ -511,8 +511,8 @@ def test_denying_any_scope_contradicts_a_recorded_scopy(record: ClinicalRecord) 
 
 
 @pytest.mark.parametrize(("quote", "quiet"), [
-    ("My daughter keeps bugging me to get a mammogram", True),
-    ("My daughter kept bugging me so I finally had the mammogram on Friday", False),
+    ("My son keeps telling me to book a mammogram", True),
+    ("My son kept telling me to, so I finally had the mammogram on Friday", False),
 ])
 def test_a_procedure_others_want_done_is_not_an_outside_procedure(record: ClinicalRecord, quote: str, quiet: bool) -> None:
     finding = judge(record, "procedure", quote, attributes={"name": "mammogram"})

@@ -60,7 +60,7 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     ("hoping to", HYPOTHETICAL, FWD, 6), ("need to", HYPOTHETICAL, FWD, 6), ("needs to", HYPOTHETICAL, FWD, 6),
     ("have to get", HYPOTHETICAL, FWD, 6), ("gotta get", HYPOTHETICAL, FWD, 6), ("supposed to start", HYPOTHETICAL, FWD, 6),
     ("not yet", HYPOTHETICAL, BWD, 12), ("next week", HYPOTHETICAL, BWD, 8), ("next month", HYPOTHETICAL, BWD, 8),
-    ("tomorrow", HYPOTHETICAL, BWD, 8), ("let me come off", HYPOTHETICAL, FWD, 8), ("scheduled", HYPOTHETICAL, BOTH, 8),
+    ("tomorrow", HYPOTHETICAL, BWD, 8), ("scheduled", HYPOTHETICAL, BOTH, 8),
     ("due for", HYPOTHETICAL, FWD, 6), ("option", HYPOTHETICAL, BOTH, 8), ("mentioned starting", HYPOTHETICAL, FWD, 8),
     ("talked about starting", HYPOTHETICAL, FWD, 8), ("brought up starting", HYPOTHETICAL, FWD, 8),
     ("might start", HYPOTHETICAL, FWD, 8), ("may start", HYPOTHETICAL, FWD, 8), ("wants to start", HYPOTHETICAL, FWD, 8),
@@ -95,7 +95,7 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
 # Phrases that look like triggers but are not (matched first, longest wins, they consume their tokens).
 _PSEUDO = [
     "not sure", "no doubt", "not only", "not just", "no wonder", "not bad", "no problem", "no worries", "not too bad",
-    "if that's what", "if thats what", "even if", "as if", "what if", "no more", "not anymore", "no longer",
+    "even if", "as if", "what if", "no more", "not anymore", "no longer",
     "not yet", "would you", "could you", "will you", "if you", "not a big deal", "nothing new", "nothing else",
     "don't know if", "dont know if", "might have", "may have", "could be", "could have", "i think maybe", "not even",
     "never mind", "not that bad", "no big deal", "not really sure", "not great", "not good", "not so great", "not so good",
@@ -330,7 +330,7 @@ def find_people(words: list[str], names: set[int] | None = None, clinician_conte
             base = "spouse"  # "my better half", "my significant other"
             w = base + ("'s" if w.endswith("'s") else "")
         if base in ("gf", "bf") and i + 1 < n and words[i + 1] in _GF_FOODS:
-            continue  # "gf bread": gluten-free, not a girlfriend
+            continue  # "gf" before a food word is gluten-free, not a girlfriend
         if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS:
             if i + 1 < n and words[i + 1] not in _VERBISH:
                 base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe

@@ -68,7 +68,7 @@ _TOBACCO = re.compile(
     r"(?P<what>cigs|cigarettes|cigarette|smokes|vapes?|cigars?|packs?(?=\s+(?:a|per)\s+day))\b(?:\s+(?:a|per)\s+day)?")
 _TOBACCO_RATE = re.compile(r"\b(\d{1,2})\s*(?:-|to)?\s*(\d{1,2})?\s+(?:a|per)\s+day\b")
 
-_QUAL = r"(high|low|up|down|elevated|through the roof|all over the place|crazy|nuts|out of control|running high|running low|sky high|dropping|bottoming out)"
+_QUAL = r"(high|low|up|down|elevated|through the roof|erratic|crazy|nuts|out of control|running high|running low|sky high|dropping|bottoming out)"
 _LINK = r"(?:'s|\s)\s*(?:has |have |had )?(?:been |is |was |were |are |running |went |goes |going |gone |got |gets |getting |stays? |staying |keeps? )+(?:\w+ ){0,2}?"
 _SUGAR_WORDS = re.compile(r"\b(blood sugars?|sugars?|glucose|sugar levels?|sugar numbers?)" + _LINK + _QUAL + r"\b")
 _PRESSURE_WORDS = re.compile(r"\b(blood pressure|bp|pressure)" + _LINK + _QUAL + r"\b")
@@ -89,7 +89,7 @@ _DRINKING = re.compile(r"\b(?:drinking|drink|drank|been drinking)\s+(a lot|every
 _SLEEP = re.compile(r"\b(?:sleep(?:ing)?|slept|getting|get)\s+(?:only |maybe |about |like |around )?(\d{1,2}(?:\.\d)?)\s*(?:hours?|hrs?)\b")
 _PEAK_FLOW = re.compile(r"\bpeak flow\b\D{0,15}?(\d{2,3})\b")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
-_OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|dinamap|kiosk)\b")
+_OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|kiosk)\b")
 _CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
 
 

@@ -79,7 +79,7 @@ _FREQUENCY = re.compile(
     r"\b(every (?:morning|night|day|evening|other day|week|sunday|monday|tuesday|wednesday|thursday|friday|saturday|\d+ (?:hours|days|weeks))|"
     r"(?:once|twice|\d+x|\d+ times|three times) (?:a|per) (?:day|week|month)|daily|nightly|weekly|at night|at bedtime|"
     r"in the morning|before (?:breakfast|bed|meals)|with (?:breakfast|dinner|meals)|as needed|when i need it|"
-    r"\d(?:-\d)? (?:nights|days|times) a week|every two weeks|every 2 weeks|like clockwork|2 in the morning and 2 at night)\b")
+    r"\d(?:-\d)? (?:nights|days|times) a week|every two weeks|every 2 weeks|like clockwork)\b")
 _DOSE = re.compile(r"\b(\d+(?:\.\d+)?\s*(?:mg|mcg|milligrams?|units?|ml|cc|puffs?|tabs?|tablets?|pills?|capsules?|caps)|the \d{2,4}s|\d+ of each|\d+ (?:in the morning|at night))\b")
 _OTC = re.compile(r"\b(over the counter|otc|bought|drugstore|drug store|cvs|walgreens|target|walmart|costco|amazon)\b")
 _SOMEONE_ELSE = re.compile(r"\b(borrowed|leftover|left over|left from|from (?:my )?(?:husband|wife|mom|dad|sister|brother|friend|son|daughter|neighbor|roommate)|[a-z]+'s (?:pills?|bottle|prescription|meds))\b")
@@ -98,7 +98,7 @@ _PRONOUN_MED = re.compile(r"\b(stopped|quit|skipped|missed|restarted|stop|taking
 _CAUSAL = re.compile(r"\b(so|because|bc|cause|cuz|since it|made me|due to|that's why|thats why|figured|for the)\b")
 _BACKREF_Q = re.compile(
     r"\b(that|it|this|which|what made|why|how long|how often|is that new|has that|what happened|what kind|how many|when did|"
-    r"how have you been feeling|since you started|what's going on|tell me more|anything changed|what changed|"
+    r"since you started|what's going on|tell me more|anything changed|what changed|"
     r"anything new|what's different|what is different|anything different|any changes|any change|changed recently)\b")
 _REACTION = frozenset({"rash", "itching", "swelling", "throat tightness", "shortness of breath", "wheezing", "hives", "nausea"})
 _REACTION_WORDS = re.compile(r"\b(rash|hives|itch(?:y|ing)?|swell(?:ing|ed|s)?|swollen|puffy|throat (?:got )?(?:tight|closing)|tingl(?:y|ing)|welts|reaction|anaphyla\w*|broke out|break out|breaking out)\b")
@@ -125,7 +125,7 @@ _STATUS_WORDS = [
     (re.compile(r"\b(worse|worsening|getting worse|more often|bad again|flared|flare|flaring|acting up)\b"), "worse"),
     (re.compile(r"\b(better|improving|improved|less|easing|calmed down)\b"), "better"),
     (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|tested positive)\b"), "diagnosed"),
-    (re.compile(r"\b(new|started|just started|began|since|first time|for the first time|suddenly)\b"), "new"),
+    (re.compile(r"\b(new|started|just started|began|since|first time|suddenly)\b"), "new"),
     (re.compile(r"\b(still|always|again|ongoing|chronic|every day|all the time|constant)\b"), "ongoing"),
 ]
 _GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
@@ -211,7 +211,7 @@ _CAPITAL_NOT_NAME = frozenset(
     """.split()
 )
 _PERSON_VERB = re.compile(r"(takes|is on|was on|got diagnosed|was diagnosed|just got diagnosed|has been on|just started|"
-                          r"is diabetic|has diabetes|has asthma|has cancer|had a stroke|had a heart attack|is taking|was taking|"
+                          r"is diabetic|has diabetes|has asthma|has cancer|had a (?:stroke|heart attack)|is taking|was taking|"
                           r"got put on|was put on|was started on|is getting|is having|was having|has to take|needs to take|"
                           r"had surgery|was admitted|is in the hospital|passed away)\b")
 _NOT_A_PERSON = frozenset(
@@ -393,6 +393,7 @@ class RulesExtractor(Extractor):
             tokens = sent.tokens
             words = ctx.mark_clause_final([t for t, _, _ in tokens], tokens, sent.low)
             hits = lex.match(sent.low, tokens, overlay)
+            hits += lex.match_inverted(sent.low, tokens, hits)
             sent.hits = hits
             matched = {i for h in hits for i in range(h.tok_start, h.tok_end)}
             for cand in lex.near_misses(tokens, matched):

@@ -53,8 +53,8 @@ _DEVICE_OFF = re.compile(
     r"\b(?:pump|pod) (?:break|vacation|holiday)\b|\bwithout (?:my |the )?(?:pump|pod)\b"
 )
 _PLANNED = re.compile(
-    r"\b(?:wants? me to|get me to|trying to get me|on me to|after me to|supposed to (?:get|have|go)|going to (?:get|have)|gonna (?:get|have)|"
-    r"thinking (?:about|of) (?:getting|having)|talk(?:ing)? me into|campaign|nagging me|bugging me)\b"
+    r"\b(?:wants? me to|get me to|on me to|after me to|supposed to (?:get|have|go)|going to (?:get|have)|gonna (?:get|have)|"
+    r"thinking (?:about|of) (?:getting|having)|talk(?:ing)? me into|nagging me|(?:keeps?|kept) \w+ing me to)\b"
 )
 _DONE = re.compile(r"\b(?:had|got|did|done|went in|was|were|removed|fixed|finished|came out|took out)\b")
 # a care-plan rule about any new medicine: "check with the pharmacist before starting new medicines or supplements"
@@ -91,7 +91,7 @@ _OTHER_SOURCE = re.compile(
 _OUTSIDE = re.compile(r"\b(?:urgent care|er\b|emergency room|specialist|walk-?in|pharmacy|dentist|clinic|med spa|online|telehealth|another doctor|second opinion|hospital)\b")
 _RESOLVED = re.compile(
     r"\b(?:(?:is|are|was) (?:gone|cured|resolved|fixed|reversed|healed)|no longer have|don'?t have (?:it|that|\w+) any ?more|got rid of|"
-    r"cured|in remission|reversed|outgr[eo]w\w*|not (?:a )?diabetic any ?more|went away for good|(?:now|only) (?:stage|type))\b"
+    r"cured|in remission|reversed|outgr[eo]w\w*|not (?:a )?diabetic any ?more|went away for good)\b"
 )
 _DIAGNOSED = re.compile(r"\b(?:diagnos\w*|told me i (?:have|had|am)|said i (?:have|had|am|was)|found (?:out )?(?:that )?i (?:have|had)|i'?m \w+ now|now (?:have|i have)|turns out i have)\b")
 _TOLERATED = re.compile(
@@ -194,7 +194,7 @@ def _order_text(entry: ClinicalEntry) -> str:
 
 def _short(entry: ClinicalEntry) -> str:
     name = re.sub(r"\s*\((?:disorder|finding|procedure|situation|substance|regime/therapy)\)\s*$", "", entry.display).strip()
-    return name[:80]
+    return _clip(name, 80)
 
 
 def _text(memory: MemoryDraft) -> str:
@@ -305,7 +305,7 @@ class RulesReconciler(Reconciler):
             safety_critical=bool((v.safety or v.severity == Severity.HIGH) and discrepancy),
             category=str(v.category),
             citations=[_citation(e) for e in v.cites],
-            explanation=v.explanation[:300],
+            explanation=_sentences(v.explanation, MAX_EXPLANATION),
             rule=v.rule,
             engine=self.name,
             engine_version=self.version,
@@ -558,7 +558,7 @@ class RulesReconciler(Reconciler):
             action = "taking"  # "the pharmacy was out, I picked it up the next day": a bridged gap, not a stop
         match = ctx.idx.match_meds(mention)
         classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
-        label = ", ".join(sorted(mention.names))[:60] or "this medicine"
+        label = _clip(", ".join(sorted(mention.names)), 60) or "this medicine"
 
         # a red flag in the same breath (rescue inhaler many times a day) outranks a plain agreement
         if match.active and action not in ("stopped", "less"):
@@ -660,11 +660,11 @@ class RulesReconciler(Reconciler):
             return v
         careplan, clause = conflict
         if v.kind == NCR:
-            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False, f"Care plan says: {clause[:120]}; patient reports doing it.")
+            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False, f"The care plan restricts {_clip(clause, 120)}; the patient reports doing it.")
         elif v.kind == GAP:
             v.kind = CONTRA
             v.rule = f"{v.rule}+careplan"
-            v.explanation = f"{v.explanation} Care plan restricts it ({clause[:80]})."
+            v.explanation = f"{v.explanation} The care plan restricts it ({_clip(clause, 80)})."
         if all((c.resource_type, c.id) != (careplan.resource_type, careplan.id) for c in v.cites):
             v.cites.insert(1 if v.cites else 0, careplan)  # the restricting plan right after what it is about
         self._protected_drug(v, clause, ctx)
@@ -855,7 +855,7 @@ class RulesReconciler(Reconciler):
         if m.category == "symptom" and m.assertion == Assertion.AFFIRMED and allergens_in_text(m.quote, self.kb) - _ENVIRONMENTAL and _REACTION.search(quote):
             return self._allergy(m, ctx)  # "hives from the contrast dye": a reaction to something is an allergy question
         if procedures_in_text(m.quote, self.kb) and _SURGERY.search(quote) and m.assertion != Assertion.NEGATED:
-            return self._procedure(m, ctx)  # "got my deviated septum fixed" is a procedure, whatever the extractor called it
+            return self._procedure(m, ctx)  # a repaired body part is a procedure, whatever the extractor called it
         grounded = concepts_in_text(m.quote, self.kb)
         named = concepts_in_text(name, self.kb) if name else set()
         # the named concept must be in the patient's words (an abbreviation like "mi" for miles is not a heart attack)
@@ -1194,7 +1194,7 @@ class RulesReconciler(Reconciler):
         if hit is not None:
             careplan, clause = hit
             v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False,
-                        f"Care plan says to avoid: {clause[:120]}; patient reports doing it.")
+                        f"The care plan restricts {_clip(clause, 120)}; the patient reports doing it.")
             v.cite(careplan)
             v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
             v.cite(*_addressed(ctx, careplan)[:2])
@@ -1237,7 +1237,7 @@ class RulesReconciler(Reconciler):
                 shared = words & act_words
                 if shared:
                     return Verdict(CONTRA, Cat.CAREPLAN, "careplan-activity-lapse", Severity.LOW, False,
-                                   f"Care plan asks: {activity[:100]}; patient reports stopping it.").cite(entry)
+                                   f"The care plan asks: {_clip(activity, 100)}; the patient reports stopping it.").cite(entry)
         return None
 
     def _diet_lapse(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
@@ -1401,6 +1401,30 @@ def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[Clinica
 
 REPEAT_WINDOW = timedelta(days=90)
 MAX_CITATIONS = 6
+MAX_EXPLANATION = 600  # a reviewer reads a few sentences; longer ones end at a sentence, never mid-word
+
+
+def _clip(text: str, limit: int) -> str:
+    """Text for inside a sentence: whole words up to limit characters, with an ellipsis when shortened."""
+    text = " ".join(text.split()).rstrip(" .;,")
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" .;,")
+    return f"{cut}…"
+
+
+def _sentences(text: str, limit: int) -> str:
+    """Whole sentences up to limit characters (the first one is always kept whole)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    parts = re.split(r"(?<=[.!?])\s+", text)
+    kept = parts[0]
+    for part in parts[1:]:
+        if len(kept) + 1 + len(part) > limit:
+            break
+        kept = f"{kept} {part}"
+    return kept
 
 
 def _repeat_key(v: Verdict) -> tuple[str, str] | None:
