@@ -1,4 +1,4 @@
-"""Curated clinical knowledge tables (data/*.json, each row sourced), loaded once and indexed for matching."""
+"""Curated clinical knowledge (data/*.json, each row sourced) over the shared terminology's names, loaded once and indexed."""
 from __future__ import annotations
 
 import ast
@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from reconcile_app.terminology.vocabulary import Drug, Vocabulary, load_vocabulary
 
 DATA_DIR = Path(__file__).with_name("data")
 
@@ -49,15 +51,6 @@ class DrugClass:
     forms: tuple[str, ...] = ()  # dosage-form words ("inhaler", "disk", "pen") that ground an extractor's class in the quote
     periprocedural: bool = False  # a procedure in a patient on it needs a hold/bridge plan: outside procedures cite it
     cross_reactive: bool = False  # an allergy to one member is an allergy warning for the others (sourced per row)
-
-
-@dataclass(frozen=True)
-class Drug:
-    name: str
-    aliases: tuple[str, ...]
-    classes: tuple[str, ...]
-    components: tuple[str, ...]
-    source: str
 
 
 @dataclass(frozen=True)
@@ -223,17 +216,13 @@ class Knowledge:
     drug_by_name: dict[str, Drug] = field(default_factory=dict)
 
     def class_closure(self, class_ids: set[str] | tuple[str, ...] | list[str]) -> set[str]:
+        """The classes and every broader class the tables hold facts about (lay families without facts drop out)."""
+        vocab = load_vocabulary()
         out: set[str] = set()
-        todo = list(class_ids)
-        while todo:
-            cid = todo.pop()
-            if cid in out:
-                continue
+        for cid in class_ids:
             out.add(cid)
-            cls = self.classes.get(cid)
-            if cls:
-                todo.extend(cls.parents)
-        return out
+            out |= vocab.ancestors(cid)
+        return {cid for cid in out if cid in self.classes}
 
     def drug_classes(self, drug: Drug) -> set[str]:
         classes = set(drug.classes)
@@ -269,16 +258,39 @@ def _compile(patterns: list[str]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(("\\b" + p) if p[:1].isalpha() else p) for p in patterns)
 
 
+_NO_FACTS: dict[str, Any] = {"indications": [], "stop": ["", False], "change": ["", False], "new": ["", False], "high_risk": False,
+                             "source": ""}
+
+
+def _drug_class(r: dict[str, Any], vocab: Vocabulary) -> DrugClass:
+    """A class's clinical facts (this app's table; none for a class it has no row for) with its names and forms (the vocabulary)."""
+    names = vocab.classes[r["id"]]
+    return DrugClass(r["id"], names.label, tuple(names.terms), names.parents, _t(r["indications"]),
+                     (r["stop"][0], bool(r["stop"][1])), (r["change"][0], bool(r["change"][1])),
+                     (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"], _t(r.get("procedures")),
+                     names.devices, names.forms, bool(r.get("periprocedural", False)), bool(r.get("cross_reactive", False)))
+
+
+def _lay_class_terms(vocab: Vocabulary, clinical: set[str]) -> list[tuple[str, str]]:
+    """(normalized lay name, class id): a class's own lay name reads as that class; a lay family ("heart pill") reads
+    as the classes under it, or, with none under it, as the nearest broader classes."""
+    pairs: set[tuple[str, str]] = set()
+    for cls in vocab.classes.values():
+        targets = {cls.id} & clinical if not cls.family else vocab.descendants(cls.id) & clinical
+        targets = targets or vocab.ancestors(cls.id) & clinical
+        for term in cls.terms:
+            for target in targets:
+                pairs.add((norm(term).strip(), target))
+    return sorted(pairs, key=lambda kv: (-len(kv[0]), kv[1]))
+
+
 @lru_cache(maxsize=1)
 def load_knowledge() -> Knowledge:
-    classes = {
-        r["id"]: DrugClass(r["id"], r["label"], _t(r["lay"]), _t(r["parents"]), _t(r["indications"]),
-                           (r["stop"][0], bool(r["stop"][1])), (r["change"][0], bool(r["change"][1])),
-                           (r["new"][0], bool(r["new"][1])), bool(r["high_risk"]), r["source"], _t(r.get("procedures")),
-                           _t(r.get("devices")), _t(r.get("forms")), bool(r.get("periprocedural", False)), bool(r.get("cross_reactive", False)))
-        for r in _load("drug_classes.json")
-    }
-    drugs = [Drug(r["name"], _t(r["aliases"]), _t(r["classes"]), _t(r.get("components")), r["source"]) for r in _load("drugs.json")]
+    vocab = load_vocabulary()
+    facts = {r["id"]: r for r in _load("drug_classes.json")}
+    # every pharmacological class of the vocabulary; lay and dosage-form families are ways of referring, not classes
+    classes = {cid: _drug_class(facts.get(cid, {**_NO_FACTS, "id": cid}), vocab) for cid, c in vocab.classes.items() if not c.family}
+    drugs = list(vocab.drugs.values())
     conditions = {r["id"]: Concept(r["id"], _t(r["terms"]), _t(r["loinc"]), _t(r.get("related")), r["source"], _t(r.get("purpose")),
                            (r.get("diagnosis", ["medium", False])[0], bool(r.get("diagnosis", ["medium", False])[1]))) for r in _load("conditions.json")}
     vaccines = [Vaccine(r["id"], _t(r["terms"]), _t(r["cvx"]), bool(r["live"]), r["source"], _t(r.get("indications"))) for r in _load("vaccines.json")]
@@ -319,7 +331,7 @@ def load_knowledge() -> Knowledge:
             key = norm(term).strip()
             terms.setdefault(key, drug)
     kb.drug_terms = sorted(terms.items(), key=lambda kv: -len(kv[0]))
-    kb.class_terms = sorted({(norm(t).strip(), c.id) for c in classes.values() for t in c.lay}, key=lambda kv: (-len(kv[0]), kv[1]))
+    kb.class_terms = _lay_class_terms(vocab, set(classes))
     return kb
 
 
@@ -329,7 +341,7 @@ def table_rows() -> dict[str, list[dict[str, Any]]]:
     smoking = _load("smoking.json")
     return {
         "drug_classes": _load("drug_classes.json"),
-        "drugs": _load("drugs.json"),
+        "drugs": [{"name": d.id, "source": d.source} for d in load_vocabulary().drugs.values()],
         "conditions": _load("conditions.json"),
         "vaccines": _load("vaccines.json"),
         "measurements": [rule for m in _load("measurements.json") for rule in m["rules"]],

@@ -1,10 +1,11 @@
 """Pure matching of memory mentions to record resources: by code, name, alias and drug class, status-aware."""
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from rapidfuzz import fuzz, process
 
 from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
 
@@ -57,7 +58,7 @@ def _fuzzy_drug(token: str) -> Drug | None:
     if len(token) < 6 or not token.isalpha():
         return None
     vocab = _drug_vocab()
-    hit = difflib.get_close_matches(token, list(vocab), n=1, cutoff=0.84)
+    hit = process.extractOne(token, vocab.keys(), scorer=fuzz.ratio, score_cutoff=84)
     return vocab[hit[0]] if hit else None
 
 

@@ -18,6 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from rapidfuzz.distance import DamerauLevenshtein
+
+from . import vocabulary as vocabulary_module
+from .vocabulary import CLASSES_PATH, DRUGS_PATH, load_vocabulary
+
 logger = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -128,22 +133,7 @@ def lower_same_length(text: str) -> str:
 
 def damerau1(a: str, b: str) -> bool:
     """True when a and b differ by at most one insertion, deletion, substitution or adjacent transposition."""
-    if a == b:
-        return True
-    la, lb = len(a), len(b)
-    if abs(la - lb) > 1:
-        return False
-    if la == lb:
-        diff = [i for i in range(la) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
-    if la > lb:
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i:] == b[i + 1 :]
+    return DamerauLevenshtein.distance(a, b, score_cutoff=1) <= 1
 
 
 # Everyday words one edit away from a brand ("program" / Prograf): never a misspelt drug.
@@ -312,10 +302,25 @@ def _overlay_starts(overlay: dict[str, tuple[Entry, ...]] | None) -> dict[str, i
 # ---- sources ----------------------------------------------------------------------------------
 
 
+def _load_vocabulary(lex: Lexicon) -> None:
+    """Drug classes, then drugs, from the shared vocabulary: class names first so a lay family keeps its sense."""
+    vocab = load_vocabulary()
+    for cls in vocab.classes.values():
+        for term, source in cls.terms.items():
+            lex.add(term, Entry("drug_class", cls.label, "alias", vocab.source_of(source), drug_class=cls.label))
+    for drug in vocab.drugs.values():
+        reported = vocab.reported_class(drug)
+        label = reported.label if reported else ""
+        if label:
+            lex.drug_classes[drug.id] = label
+        for term, source in drug.terms.items():
+            lex.add(term, Entry("drug", drug.id, "alias", vocab.source_of(source), drug_class=label))
+    lex.stats["vocabulary"] = sum(len(c.terms) for c in vocab.classes.values()) + sum(len(d.terms) for d in vocab.drugs.values())
+
+
 def _load_aliases(lex: Lexicon) -> None:
     data = json.loads(ALIASES_PATH.read_text(encoding="utf-8"))
     lex.alias_version = str(data.get("version", ""))
-    lex.drug_classes.update(data.get("drug_classes", {}))
     for item in data.get("entries", []):
         kind, canonical = item["kind"], item["canonical"]
         cls = item.get("drug_class", "") or (canonical if kind == "drug_class" else lex.drug_classes.get(canonical, ""))
@@ -341,6 +346,7 @@ def _load_drug_ner(lex: Lexicon) -> None:
         data = pickle.load(fh)  # the package's own shipped file, read the way the package reads it
     variants: dict[str, list[str]] = data.get("drug_variant_to_canonical", {})
     variant_data: dict[str, dict] = data.get("drug_variant_to_variant_data", {})
+    vocab = load_vocabulary()
     fuzzy: dict[str, list[str]] = {}
     shared: dict[tuple[str, bool], Entry] = {}
     count = 0
@@ -350,7 +356,9 @@ def _load_drug_ner(lex: Lexicon) -> None:
         key = " ".join(TOKEN_RE.findall(variant.lower())) if variant.isascii() else normalize_phrase(variant)
         if not key or key in STOPWORDS or (len(key) <= 3 and " " not in key):
             continue
-        canonical = str(canonicals[0]).lower()
+        # a package name that the vocabulary knows ("Basaglar", "insulin glargine (rdna origin)") is that drug
+        known = vocab.drug_named(key) or vocab.drug_named(str(canonicals[0]))
+        canonical = known.id if known is not None else str(canonicals[0]).lower()
         brand = bool(variant_data.get(variant, {}).get("is_brand"))
         entry = shared.get((canonical, brand))
         if entry is None:  # one Entry per drug and brand flag keeps 100k variants small
@@ -435,6 +443,8 @@ def _cache_path() -> Path | None:
     """A derived-index cache keyed by the alias file, the package versions and the build logic (this module's source)."""
     root = os.environ.get("RECONCILE_LEXICON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "reconcile")
     digest = hashlib.sha256(ALIASES_PATH.read_bytes())
+    for path in (DRUGS_PATH, CLASSES_PATH, Path(vocabulary_module.__file__)):
+        digest.update(path.read_bytes())
     for dist in ("drug-named-entity-recognition", "simple_icd_10_cm"):
         try:
             digest.update(f"{dist}={importlib.metadata.version(dist)}".encode())
@@ -493,6 +503,7 @@ def _store_cached(lex: Lexicon, path: Path) -> None:
 def build_lexicon() -> Lexicon:
     started = time.perf_counter()
     lex = Lexicon()
+    _load_vocabulary(lex)
     _load_aliases(lex)
     _load_drug_ner(lex)
     _load_icd(lex)

@@ -66,7 +66,7 @@ def test_curated_misspellings_of_common_drugs(lex, text: str, drug: str) -> None
 
 LAY = [
     ("my water pill", "drug_class", "diuretic"),
-    ("a blood thinner", "drug_class", "anticoagulant"),
+    ("a blood thinner", "drug_class", "blood thinner"),
     ("the sugar pills", "drug_class", "antidiabetic"),
     ("my pressure pill", "drug_class", "antihypertensive"),
     ("the cholesterol one", "drug_class", "statin"),

@@ -24,6 +24,7 @@ from . import context as ctx
 from .base import Extractor
 from .clauses import _UNSET, Sentence, split_sentences
 from .delta import DeltaDetector, TurnHit
+from reconcile_app.terminology.vocabulary import load_vocabulary
 from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay, tokenize
 from .measurements import Measurement, find_measurements
 from .temporal import resolve
@@ -41,20 +42,6 @@ _KIND_CATEGORY = {
     "procedure": MemoryCategory.PROCEDURE,
     "immunization": MemoryCategory.IMMUNIZATION,
     "care": MemoryCategory.CARE_ACTIVITY,
-}
-
-# Lay classes -> the drug classes of record medications they may refer to.
-CLASS_FAMILIES: dict[str, frozenset[str]] = {
-    "antihypertensive": frozenset({"ace inhibitor", "angiotensin receptor blocker", "calcium channel blocker", "beta blocker", "diuretic"}),
-    "antidiabetic": frozenset({"biguanide", "sulfonylurea", "dpp-4 inhibitor", "sglt2 inhibitor", "glp-1 receptor agonist", "insulin"}),
-    "injectable antidiabetic": frozenset({"glp-1 receptor agonist", "insulin"}),
-    "injectable": frozenset({"glp-1 receptor agonist", "insulin", "epinephrine auto-injector", "erythropoiesis-stimulating agent", "anticoagulant"}),
-    "inhaler": frozenset({"inhaled corticosteroid", "short-acting beta agonist", "inhaled controller", "long-acting muscarinic antagonist"}),
-    "inhaled controller": frozenset({"inhaled corticosteroid", "inhaled controller"}),
-    "analgesic": frozenset({"analgesic", "nsaid", "opioid analgesic"}),
-    "cardiac medication": frozenset({"beta blocker", "calcium channel blocker", "antiplatelet", "anticoagulant", "nitrate"}),
-    "antibiotic": frozenset({"antibiotic", "penicillin antibiotic", "cephalosporin antibiotic", "macrolide antibiotic",
-                             "tetracycline antibiotic", "fluoroquinolone antibiotic", "sulfonamide antibiotic"}),
 }
 
 # ---- medication actions ------------------------------------------------------------------------
@@ -1273,11 +1260,12 @@ def _patient_neighbours(states: list[TurnState], i: int, before: int, after: int
 
 
 def _compatible(unresolved_class: str, entry_class: str) -> bool:
-    if not unresolved_class:
+    """A drug of entry_class can be what a mention of unresolved_class ("my blood pressure pill") refers to."""
+    if not unresolved_class or unresolved_class == entry_class:
         return True
-    if unresolved_class == entry_class:
-        return True
-    return entry_class in CLASS_FAMILIES.get(unresolved_class, frozenset())
+    vocab = load_vocabulary()
+    family, member = vocab.class_named(unresolved_class), vocab.class_named(entry_class)
+    return family is not None and member is not None and vocab.is_a(member.id, family.id)
 
 
 def _record_class_drugs(record: ClinicalRecord | None, lex: Lexicon, lay_class: str) -> list[tuple[str, Any]]:

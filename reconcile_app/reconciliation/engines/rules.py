@@ -132,7 +132,8 @@ _HEDGED = re.compile(r"\b(?:kinda|kind of|sort of|sorta|a bit|a little|not as (?
 _DIAGNOSIS_RATED = {"diabetes", "ckd", "copd", "asthma", "heart_failure", "coronary_disease", "atrial_fibrillation", "epilepsy",
                     "hiv", "cancer", "stroke", "vte", "liver_disease", "transplant", "bipolar"}
 _CHRONIC = _DIAGNOSIS_RATED | {"hypertension", "hyperlipidemia", "hypothyroidism", "prediabetes", "osteoporosis", "gout", "anemia", "obesity", "osa", "gerd", "allergic_rhinitis", "migraine"}
-_OTC_CLASSES = {"acetaminophen", "antihistamine", "nsaid", "supplement", "iron", "ppi", "sleep_aid"}
+_OTC_CLASSES = {"acetaminophen", "antihistamine", "nsaid", "supplement", "vitamin", "iron", "ppi", "h2_blocker", "sleep_aid", "cold_medicine",
+                "laxative"}
 
 
 def _severity_max(*levels: str) -> str:
@@ -440,8 +441,8 @@ class RulesReconciler(Reconciler):
         best = default if not classes else ("", False)
         for cid in classes:
             cls = self.kb.classes.get(cid)
-            if not cls:
-                continue
+            if not cls or not getattr(cls, which)[0]:
+                continue  # a class the tables hold no facts about says nothing about severity
             sev, safe = getattr(cls, which)
             best = (_severity_max(best[0], sev), best[1] or safe)
         return best if best[0] else default
@@ -1209,8 +1210,10 @@ class RulesReconciler(Reconciler):
         diet = self._diet_conflict(m, ctx)
         if diet is not None:
             return diet
+        # a drug the quote names only inside a procedure ("a cortisone shot") is that procedure, not a medicine taken
         mention = drugs_in_text(" ".join([_attr(m, "name"), m.quote]), self.kb, fuzzy=False)
-        if mention.drugs and any(c not in ("supplement",) for d in mention.drugs for c in d.classes):
+        if mention.drugs and any(c not in ("supplement",) for d in mention.drugs for c in self.kb.drug_classes(d)) \
+                and not procedures_in_text(m.quote, self.kb):
             return self._medication(m, ctx)
         flag = self._red_flag_verdict(m, ctx, quote)
         if flag is not None:
