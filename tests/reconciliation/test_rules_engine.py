@@ -40,7 +40,7 @@ DISCREPANCIES = [
     ("doubling", "medication", "I doubled my metformin when my sugars were up", {"drug": "metformin", "action": "changed_dose", "dose_change": "double"},
      "contradiction", "medication", {"medrx-metformin"}, "medium", False),
     ("taking-stopped-drug", "medication", "still take a baby aspirin every morning", {"drug": "aspirin", "action": "taking"},
-     "contradiction", "medication", {"medrx-aspirin"}, "low", False),
+     "contradiction", "medication", {"medrx-aspirin"}, "medium", True),  # aspirin on top of the active warfarin (interaction row)
     ("nsaid-on-warfarin-against-plan", "medication", "been taking Advil twice a day for my back", {"drug": "Advil", "action": "taking"},
      "contradiction", "medication", {"medrx-warfarin", "careplan-ckd"}, "high", True),
     ("undocumented-supplement", "medication", "I take fish oil every morning now", {"drug": "fish oil", "action": "taking"},
@@ -319,7 +319,7 @@ def test_an_unknown_condition_needs_all_its_words_in_a_record_display(record: Cl
 @pytest.mark.parametrize(
     ("quote", "kind", "rule"),
     [
-        ("the nephrologist said my potassium was 6.1", "gap", "reading-k-high"),
+        ("the nephrologist said my potassium was 6.1", "gap", "reading-k-very-high"),
         ("my kidney function came back at 22", "gap", "reading-egfr-low"),
         ("they said my potassium was 4.2, all good", "agreement", "measure-in-range"),
     ],
