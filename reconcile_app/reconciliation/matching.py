@@ -8,6 +8,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 
 from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
+from reconcile_app.terminology.lexicon import drugs_named_in
 
 from .knowledge import Drug, Knowledge, has_phrase, load_knowledge, norm, regex_text
 
@@ -60,6 +61,11 @@ def _fuzzy_drug(token: str) -> Drug | None:
     vocab = _drug_vocab()
     hit = process.extractOne(token, vocab.keys(), scorer=fuzz.ratio, score_cutoff=84)
     return vocab[hit[0]] if hit else None
+
+
+def terminology_drugs(text: str) -> frozenset[str]:
+    """The drugs a text names by any name the shared terminology knows (generic, brand, package name)."""
+    return drugs_named_in(text)
 
 
 def drugs_in_text(text: str, kb: Knowledge | None = None, *, fuzzy: bool = True) -> DrugMention:

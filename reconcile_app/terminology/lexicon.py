@@ -632,3 +632,13 @@ def _record_names(display: str, kind: str, lex: Lexicon) -> list[tuple[str, str]
 
 def iter_hits_of_kind(hits: Iterable[Hit], *kinds: str) -> list[Hit]:
     return [h for h in hits if h.best.kind in kinds]
+
+
+@lru_cache(maxsize=16384)
+def drugs_named_in(text: str) -> frozenset[str]:
+    """Every drug a text names under any name the terminology knows (vocabulary or drug dictionary), as canonical ids.
+    Exact names only: a near-miss spelling is a candidate for the extractor, not evidence for the reconciler."""
+    lex = default_lexicon()
+    low = lower_same_length(text or "")
+    hits = [h for h in lex.match(low, tokenize(low)) if not all(w in STOPWORDS for w in h.term.split())]  # "all clear"
+    return frozenset(e.canonical for h in hits for e in h.entries if e.kind == "drug")

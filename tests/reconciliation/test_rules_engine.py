@@ -562,3 +562,29 @@ def test_a_medication_memory_about_taking_the_pump_off_is_the_stop() -> None:
     finding = judge(record, "medication", "Took my insulin pump off for the long weekend and only did a few shots when I ate",
                     attributes={"drug": "insulin", "action": "taking"})
     assert (finding.kind, finding.safety_critical) == ("contradiction", True)
+
+
+# --- the extractor's typed attributes, resolved through the shared terminology --------------------------------
+
+
+def test_a_drug_the_extractor_linked_to_the_record_is_trusted_when_the_quote_only_says_it() -> None:
+    from .conftest import load_record
+
+    record = load_record("reconcile_rules_patient.json")
+    finding = judge(record, "medication", "so I quit it about a week ago",
+                    attributes={"drug": "lisinopril", "action": "stopped", "anaphora": True, "reference": "it",
+                                "record_ref": "MedicationRequest/medrx-lisinopril"})
+    assert finding.kind == "contradiction" and "medrx-lisinopril" in cited(finding)
+
+
+def test_a_drug_named_in_the_memorys_own_turns_under_another_name_is_trusted(record: ClinicalRecord) -> None:
+    mem = memory("medication", "been taking it twice a day for the stuffiness", attributes={"drug": "pseudoephedrine", "action": "taking"})
+    mem = replace(mem, turn_ids=("s01-t02", "s01-t04"))
+    other = memory("lifestyle", "I picked up some Sudafed at the drugstore", turn_id="s01-t04")
+    finding, _ = ENGINE.reconcile([mem, other], record)
+    assert finding.kind == "gap" and finding.rule.startswith("med-undocumented")
+
+
+def test_a_near_miss_spelling_the_conversation_never_says_is_not_a_drug(record: ClinicalRecord) -> None:
+    finding = judge(record, "medication", "they said all clear, see you in five years", attributes={"drug": "naphazoline", "action": "taking"})
+    assert finding.kind == "no_clinical_relevance"

@@ -24,6 +24,7 @@ from reconcile_app.reconciliation.matching import (
     sites_in_text,
     stage_of,
     stems,
+    terminology_drugs,
     vaccines_in_text,
 )
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Citation, FindingCategory, FindingDraft, FindingKind, Severity
@@ -193,6 +194,14 @@ def _order_text(entry: ClinicalEntry) -> str:
     return regex_text(" ".join([entry.display or "", entry.detail or "", dosage, str(raw.get("note") or "")]))
 
 
+def _as_needed(entry: ClinicalEntry) -> bool:
+    """An order taken only when needed (FHIR dosageInstruction.asNeeded, or "as needed"/"PRN" in its instructions)."""
+    dosages = [d for d in (entry.raw or {}).get("dosageInstruction") or [] if isinstance(d, dict)]
+    if any(d.get("asNeededBoolean") or d.get("asNeededCodeableConcept") for d in dosages):
+        return True
+    return bool(re.search(r"\b(?:as needed|prn)\b", _order_text(entry)))
+
+
 def _short(entry: ClinicalEntry) -> str:
     name = re.sub(r"\s*\((?:disorder|finding|procedure|situation|substance|regime/therapy)\)\s*$", "", entry.display).strip()
     return _clip(name, 80)
@@ -221,7 +230,7 @@ def _lexicon_terms(memory: MemoryDraft) -> list[str]:
 
 class RulesReconciler(Reconciler):
     name = "rules"
-    base_version = "1.16.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
+    base_version = "2.0.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
 
     @property
     def version(self) -> str:  # type: ignore[override]
@@ -351,11 +360,11 @@ class RulesReconciler(Reconciler):
 
     # --- medications ---------------------------------------------------------------------------
 
-    def _drug_mention(self, m: MemoryDraft) -> DrugMention:
+    def _drug_mention(self, m: MemoryDraft, ctx: Context | None = None) -> DrugMention:
         """The drug(s) the memory is about, grounded in the patient's own words.
 
-        The extractor's attribute picks which drug of the quote is meant; a drug that the quote does not name
-        (an over-eager fuzzy match upstream, a continuation that carried a drug over) is not trusted.
+        The extractor's attribute picks which drug of the quote is meant. A drug the quote does not name is trusted
+        when the extractor grounded it elsewhere (see `_attributed_drug`); an over-eager fuzzy match is not.
         """
         grounded = drugs_in_text(m.quote, self.kb)
         named_text = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
@@ -385,13 +394,28 @@ class RulesReconciler(Reconciler):
                     len(w) >= 4 and d.name.startswith(w) for w in quote.split()
                 ):
                     return DrugMention(drugs=[d])
-            return DrugMention()
+            return self._attributed_drug(m, ctx, named) if not grounded else DrugMention()
         if grounded:
             return grounded
         drug = _attr(m, "drug")
         if drug and f" {norm(drug).strip()} " in norm(m.quote):
             return DrugMention(raw_names={w for w in norm(drug).split() if len(w) >= 4 and w.isalpha()})
-        return DrugMention()
+        return self._attributed_drug(m, ctx, named)
+
+    def _attributed_drug(self, m: MemoryDraft, ctx: Context | None, named: DrugMention) -> DrugMention:
+        """The extractor's drug when the quote does not name it but the extractor grounded it: linked to the record's
+        order ("my pen" -> the liraglutide order), or named in the memory's own turns under any of its names (the
+        class in one sentence, "Sudafed" in the next). A near-miss spelling the conversation never says is not."""
+        drug = _attr(m, "drug")
+        if not drug:
+            return DrugMention()
+        if not _attr(m, "record_ref").startswith(("MedicationRequest/", "MedicationStatement/")):
+            text = " ".join([m.quote, ctx.around(m) if ctx is not None else ""])
+            if drug not in terminology_drugs(text):
+                return DrugMention()
+        if named.drugs:
+            return DrugMention(drugs=list(named.drugs))
+        return DrugMention(raw_names={w for w in norm(drug).split() if len(w) >= 4 and w.isalpha()})
 
     def _action(self, m: MemoryDraft, ctx: Context | None = None) -> str:
         action = _attr(m, "action").lower()
@@ -541,7 +565,7 @@ class RulesReconciler(Reconciler):
         device = self._device_stopped(m, ctx)
         if device is not None:
             return device  # "took my insulin pump off": the device names the order, whatever else the quote names
-        mention = self._drug_mention(m)
+        mention = self._drug_mention(m, ctx)
         if not mention:
             device = self._device_stopped(m, ctx)
             if device is not None:
@@ -576,6 +600,9 @@ class RulesReconciler(Reconciler):
         if allergy is not None:
             return allergy
 
+        if action == "stopped" and _attr(m, "action").lower() == "skipped" and match.active and all(_as_needed(e) for e in match.active):
+            # a dose of an as-needed order not taken is how the order is meant to be used
+            return Verdict(NCR, Cat.MEDICATION, "med-prn-not-needed", explanation=f"{_short(match.active[0])} is ordered as needed.").cite(*match.active)
         if action == "stopped":
             if match.active:
                 sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "stop", ("medium", False))
