@@ -1,0 +1,171 @@
+"""The offline rules reconciler: each memory matched against the record through the shared terminology and the
+curated knowledge tables, one module of small named rules per category.
+
+Decision order for one memory (`RulesReconciler._judge`):
+  1. subject: another person's fact is no clinical relevance (unless the quote speaks of the patient alone);
+  2. assertion: hypothetical or uncertain statements are not reconciled;
+  3. pregnancy said in the quote (condition.py), before any category;
+  4. a high-risk red flag filed as chatter (condition.py);
+  5. the category's own rules: medication.py, allergy.py, condition.py (also symptoms), observation.py, procedure.py,
+     immunization.py, careplan.py (care activities), lifestyle.py;
+  6. smoking and alcohol status (lifestyle.py) when the category found nothing;
+then a discrepancy already raised from an earlier session is a repeat, and citations pass the gate.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from reconcile_app.fhir.clinical import ClinicalRecord
+from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
+from reconcile_app.reconciliation.gate import citation_gate
+from reconcile_app.reconciliation.knowledge import load_knowledge, regex_text
+from reconcile_app.reconciliation.matching import RecordIndex
+from reconcile_app.reconciliation.types import FindingDraft, Severity
+
+from ..base import Reconciler
+from ..judge import Judge
+from .allergy import AllergyRules
+from .careplan import CarePlanRules
+from .citations import CitationRules
+from .condition import ConditionRules
+from .immunization import ImmunizationRules
+from .lifestyle import LifestyleRules
+from .medication import MedicationRules
+from .observation import ObservationRules
+from .procedure import ProcedureRules
+from .cues import PREGNANT
+from .verdict import (
+    CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _citation, _elapsed,
+    _only_the_patient_in, _record_category, _repeat_key, _sentences, _text,
+)
+
+
+class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRules, ObservationRules, ProcedureRules, ImmunizationRules, CarePlanRules, LifestyleRules, Reconciler):
+    name = "rules"
+    base_version = "2.0.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
+
+
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        return self.base_version if self.judge is None else f"{self.base_version}+{self.judge.version}"
+
+    def __init__(self) -> None:
+        self.kb = load_knowledge()
+        self.judge: Judge | None = Judge.load()
+        # earlier memories are judged again on every later session (for repeats): remember their keys, for one
+        # record object at a time (a new record, or a changed one, starts afresh)
+        self._past: dict[tuple, tuple[str, str] | None] = {}
+        self._past_record: ClinicalRecord | None = None
+
+    def reconcile(
+        self,
+        memories: Sequence[MemoryDraft],
+        record: ClinicalRecord,
+        *,
+        history: Sequence[MemoryDraft] = (),
+    ) -> list[FindingDraft]:
+        """The rules' verdicts through the citation gate, then the learned judge (when its model is shipped)."""
+        drafts = [citation_gate(d, record) for d in self.reconcile_rules(memories, record, history=history)]
+        return self.judge.apply(memories, drafts, record) if self.judge is not None else drafts
+
+    def reconcile_rules(
+        self,
+        memories: Sequence[MemoryDraft],
+        record: ClinicalRecord,
+        *,
+        history: Sequence[MemoryDraft] = (),
+    ) -> list[FindingDraft]:
+        idx = RecordIndex(record, self.kb)
+        session_text = " ".join(dict.fromkeys(m.quote for m in memories if m.subject == Subject.PATIENT))
+        turn_quotes: dict[str, list[str]] = {}
+        for mem in memories:
+            quotes = turn_quotes.setdefault(mem.anchor_turn_id, [])
+            if mem.quote and mem.quote not in quotes:
+                quotes.append(mem.quote)
+        ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history,
+                      turn_text={t: " ".join(q) for t, q in turn_quotes.items()})
+        raised = self._raised_before(history, ctx)
+        out = []
+        for m in memories:
+            verdict = self._judge(m, ctx)
+            key = _repeat_key(verdict)
+            earlier = raised.get(key) if key else None
+            if earlier is not None and _elapsed(earlier, m.mention_time) <= REPEAT_WINDOW:
+                # the same discrepancy on the same resource was raised from an earlier session: the queue already
+                # holds it, and a follow-up mention ("still on half a pill") is not a new finding
+                verdict = Verdict(NCR, verdict.category, f"repeat-of-{verdict.rule}"[:80],
+                                  explanation="Repeats a discrepancy already raised from an earlier session.").cite(*verdict.cites[:1])
+            out.append(self._finding(verdict, m))
+        return out
+
+    def _raised_before(self, history: Sequence[MemoryDraft], ctx: Context) -> dict[tuple[str, str], datetime]:
+        """Discrepancies the rules raise on the patient's earlier memories: (rule, resource) -> latest mention."""
+        if not history:
+            return {}
+        past = Context(idx=ctx.idx, kb=ctx.kb, session_text="", history=())
+        raised: dict[tuple[str, str], datetime] = {}
+        if self._past_record is not ctx.idx.record or len(self._past) > 20000:
+            self._past = {}
+            self._past_record = ctx.idx.record
+        for m in history:
+            cache_key = (m.anchor_turn_id, m.turn_ids, m.quote, m.category, m.subject, m.assertion, m.mention_time,
+                         repr(sorted(m.attributes.items(), key=lambda kv: kv[0])))
+            if cache_key not in self._past:
+                self._past[cache_key] = _repeat_key(self._judge(m, past))
+            key = self._past[cache_key]
+            if key and (key not in raised or raised[key] < m.mention_time):
+                raised[key] = m.mention_time
+        return raised
+
+    def _finding(self, v: Verdict, memory: MemoryDraft) -> FindingDraft:
+        discrepancy = v.kind in (CONTRA, GAP)
+        v.cites = v.cites[:MAX_CITATIONS]  # the resource the finding is about comes first; a reviewer opens a handful
+        return FindingDraft(
+            kind=str(v.kind),
+            severity=str(v.severity if discrepancy else Severity.LOW),
+            # high severity means acute harm potential, which is what the safety flag marks; the flag can still be
+            # set on a medium finding (a stopped controller inhaler) from the tables
+            safety_critical=bool((v.safety or v.severity == Severity.HIGH) and discrepancy),
+            category=str(v.category),
+            citations=[_citation(e) for e in v.cites],
+            explanation=_sentences(v.explanation, MAX_EXPLANATION),
+            rule=v.rule,
+            engine=self.name,
+            engine_version=self.version,
+        )
+
+    def _judge(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        category = m.category
+        if m.subject != Subject.PATIENT and not _only_the_patient_in(m.quote):
+            return Verdict(NCR, _record_category(category), "subject-other", explanation="About another person, not the patient.")
+        if m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):
+            return Verdict(NCR, _record_category(category), f"assertion-{m.assertion}", explanation="Hypothetical or uncertain; nothing to reconcile.")
+        text = _text(m)
+        if m.assertion == Assertion.AFFIRMED and PREGNANT.search(regex_text(m.quote)) and category not in ("goal", "preference"):
+            return self._pregnancy(m, ctx)
+        if category in ("lifestyle", "care_activity") and m.assertion == Assertion.AFFIRMED:
+            # a high-risk symptom filed as chatter ("black tarry stools for 3 days") still reaches the queue
+            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote))
+            if flag is not None and flag.severity == Severity.HIGH and flag.safety:
+                flag.rule = f"{flag.rule}+reread"
+                return flag
+        handler = {
+            "medication": self._medication,
+            "allergy": self._allergy,
+            "condition": self._condition,
+            "symptom": self._condition,
+            "measurement": self._measurement,
+            "procedure": self._procedure,
+            "immunization": self._immunization,
+            "care_activity": self._care_activity,
+            "lifestyle": self._lifestyle,
+        }.get(category)
+        if handler is None:
+            return Verdict(NCR, Cat.CAREPLAN, "non-clinical", explanation="Goal or preference; no clinical content to reconcile.")
+        verdict = handler(m, ctx)
+        if verdict.kind == NCR and category not in ("lifestyle",):
+            smoking = self._smoking(m, ctx, text)
+            if smoking is not None:
+                return smoking
+        return verdict

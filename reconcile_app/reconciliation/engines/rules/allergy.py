@@ -1,0 +1,95 @@
+"""Allergy memories: a new reaction, a listed allergen taken again, an allergy tolerated since."""
+from __future__ import annotations
+
+from reconcile_app.fhir.clinical import State
+from reconcile_app.narrative.types import Assertion, MemoryDraft
+from reconcile_app.reconciliation.knowledge import Knowledge, regex_text
+from reconcile_app.reconciliation.matching import DrugMention, allergens_in_text, drugs_in_text
+from reconcile_app.reconciliation.types import Severity
+
+from .cues import ENVIRONMENTAL, EXPOSURE, TOLERATED
+from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _short
+
+
+class AllergyRules:
+    """Allergy memories: the rules of this category, mixed into RulesReconciler."""
+
+    kb: Knowledge
+
+    def _allergy(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        substance = _attr(m, "substance")
+        text = " ".join([substance, m.content, m.quote])
+        quote = regex_text(m.quote + " " + _attr(m, "reaction"))
+        allergen_ids = allergens_in_text(substance or m.content, self.kb) or allergens_in_text(m.quote, self.kb)
+        mention = drugs_in_text(substance, self.kb) if substance else DrugMention()
+        if not mention.drugs:
+            mention = drugs_in_text(m.content + " " + m.quote, self.kb)
+        hits = ctx.idx.allergy_matches(allergen_ids, mention.drugs)
+        active = [ae.entry for ae in hits if ae.entry.state == State.ACTIVE]
+        inactive = [ae.entry for ae in hits if ae.entry.state == State.INACTIVE]
+        stated = _attr(m, "stated_status").lower()
+        reaction = _attr(m, "reaction").lower()
+        tolerated = (m.assertion == Assertion.NEGATED or stated in ("tolerated", "resolved") or reaction in ("none", "no reaction", "no")
+                     or bool(TOLERATED.search(quote)))
+        if m.assertion == Assertion.HISTORICAL and not tolerated:
+            if active or inactive:
+                return Verdict(AGREE, Cat.ALLERGY, "allergy-historical-known", explanation="The allergy is in the record.").cite(*(active or inactive))
+            return Verdict(NCR, Cat.ALLERGY, "allergy-historical", explanation="A past reaction; nothing current to reconcile.")
+        if tolerated:
+            if active:
+                return Verdict(CONTRA, Cat.ALLERGY, "allergy-tolerated", Severity.LOW, False,
+                               f"Record lists an active allergy ({_short(active[0])}); patient reports exposure without a reaction.").cite(*active)
+            if inactive:
+                return Verdict(AGREE, Cat.ALLERGY, "allergy-inactive-agrees", explanation=f"Record already marks {_short(inactive[0])} inactive.").cite(*inactive)
+            return Verdict(NCR, Cat.ALLERGY, "allergy-none", explanation="No reaction reported; nothing to reconcile.")
+        if not (allergen_ids or mention.drugs):
+            return self._condition(m, ctx)
+        if active:
+            # the exposure may be told in the turn around the reaction ("took one Sunday... my lips felt puffy")
+            exposed = EXPOSURE.search(quote) or ((stated == "new" or reaction) and EXPOSURE.search(regex_text(ctx.around(m))))
+            if mention.drugs and exposed:
+                v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", Severity.MEDIUM, False,
+                            f"Record lists {_short(active[0])} as an active allergy; patient reports being given it again.")
+                self._anaphylaxis(v, quote, ctx)
+                orders = ctx.idx.match_meds(mention)
+                return v.cite(*active, *orders.active, *orders.historical)
+            return Verdict(AGREE, Cat.ALLERGY, "allergy-known", explanation=f"Record lists {_short(active[0])} as an active allergy.").cite(*active)
+        rule = "allergy-reaction-inactive" if inactive else "allergy-new-reaction"
+        v = Verdict(GAP, Cat.ALLERGY, rule, Severity.MEDIUM, False,
+                    "Patient reports a reaction to " + (substance or ", ".join(sorted(mention.names)) or "a substance") + " that the allergy list does not show.")
+        v.cite(*inactive)
+        v.cite(*ctx.idx.allergy_list)
+        drug_entries = ctx.idx.match_meds(mention) if mention.drugs else None
+        if drug_entries:
+            v.cite(*drug_entries.active, *drug_entries.historical, *drug_entries.error)
+        drug_allergen = any(a.classes or a.drugs for a in self.kb.allergens if a.id in allergen_ids)
+        if mention.drugs or drug_allergen:
+            # an unrecorded drug reaction: the next prescriber will not know to avoid it
+            v.safety = True
+            v.rule = "allergy-new-drug-reaction"
+        self._anaphylaxis(v, quote, ctx)
+        return v
+
+    def _anaphylaxis(self, v: Verdict, quote: str, ctx: Context) -> None:
+        for flag in self.kb.red_flags:
+            if flag.id == "anaphylaxis" and flag.matches(quote):
+                v.raise_to(flag.severity, flag.safety)
+                v.cite(*ctx.idx.conditions_for(set(flag.conditions)))
+                v.cite(*ctx.idx.meds_of_classes(set(flag.classes)))
+                v.explanation += " Signs of anaphylaxis."
+
+    def _reaction_to_listed_allergen(self, v: Verdict, m: MemoryDraft, ctx: Context) -> None:
+        """A reaction after taking something the allergy list already names contradicts the record: it is still being given."""
+        around = ctx.around(m)
+        mention = drugs_in_text(around, self.kb)
+        hits = [ae.entry for ae in ctx.idx.allergy_matches(allergens_in_text(around, self.kb) - ENVIRONMENTAL, mention.drugs)
+                if ae.entry.state == State.ACTIVE]
+        if not hits or not EXPOSURE.search(regex_text(around)):
+            return
+        v.kind, v.category = CONTRA, Cat.ALLERGY
+        v.rule = f"{v.rule}+listed-allergen"
+        v.explanation = f"{v.explanation} Record lists an active allergy ({_short(hits[0])}) to what was taken."
+        orders = ctx.idx.match_meds(mention) if mention.drugs else None
+        v.cites[:0] = [h for h in hits if h not in v.cites]
+        if orders:
+            v.cite(*orders.active, *orders.historical)

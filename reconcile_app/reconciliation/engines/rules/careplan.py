@@ -1,0 +1,226 @@
+"""Care-plan memories: restrictions, abandoned therapies, lapsed activities and diets, read from the plan's own text."""
+from __future__ import annotations
+
+import re
+
+from reconcile_app.fhir.clinical import ClinicalEntry, State
+from reconcile_app.narrative.types import Assertion, MemoryDraft
+from reconcile_app.reconciliation.knowledge import Knowledge, norm, regex_text
+from reconcile_app.reconciliation.matching import (
+    careplan_activities, careplan_text as careplan_text_of, concepts_in_text, drugs_in_text, expand_activity_words,
+    procedures_in_text, stems,
+)
+from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
+
+from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP
+from .verdict import CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _clip
+
+
+class CarePlanRules:
+    """Care-plan memories: the rules of this category, mixed into RulesReconciler."""
+
+    kb: Knowledge
+
+    def _careplan_or(self, m: MemoryDraft, ctx: Context, v: Verdict) -> Verdict:
+        """Add a documented care-plan restriction the memory runs into (a gap becomes a contradiction)."""
+        conflict = self._restriction_hit(m, ctx)
+        if conflict is None:
+            return v
+        careplan, clause = conflict
+        if v.kind == NCR:
+            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False, f"The care plan restricts {_clip(clause, 120)}; the patient reports doing it.")
+        elif v.kind == GAP:
+            v.kind = CONTRA
+            v.rule = f"{v.rule}+careplan"
+            v.explanation = f"{v.explanation} The care plan restricts it ({_clip(clause, 80)})."
+        if all((c.resource_type, c.id) != (careplan.resource_type, careplan.id) for c in v.cites):
+            v.cites.insert(1 if v.cites else 0, careplan)  # the restricting plan right after what it is about
+        self._protected_drug(v, clause, ctx)
+        return v
+
+    def _cite_new_medicine_rule(self, v: Verdict, ctx: Context) -> None:
+        """A plan that says to check before starting any new medicine or supplement is what an undocumented one runs into."""
+        for entry, _ in ctx.idx.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            for activity in careplan_activities(entry):
+                text = regex_text(activity)
+                if NEW_MEDICINE_RULE.search(text):
+                    v.cite(entry)
+                    for row in self.kb.protected_classes:  # and the drug that rule protects (warfarin, a transplant drug)
+                        if any(f" {norm(t).strip()} " in f" {norm(activity)} " for t in row["terms"]) or any(
+                                f" {norm(t).strip()} " in f" {norm(careplan_text_of(entry))} " for t in row["terms"]):
+                            v.cite(*ctx.idx.meds_of_classes({row["class"]})[:1])
+                    return
+
+    def _protected_drug(self, v: Verdict, clause: str, ctx: Context) -> None:
+        """A restriction that guards an active high-risk drug (vitamin K with warfarin) is a safety matter: raise and cite the drug."""
+        text = f" {norm(clause)} "
+        classes = {row["class"] for row in self.kb.protected_classes if any(f" {norm(t).strip()} " in text for t in row["terms"])}
+        for d in drugs_in_text(clause, self.kb, fuzzy=False).drugs:
+            classes |= self.kb.drug_classes(d)
+        for row in self.kb.protected_classes:
+            if row["class"] not in classes:
+                continue
+            meds = ctx.idx.meds_of_classes({row["class"]})
+            if meds:
+                v.raise_to(row["severity"], bool(row["safety"]))
+                v.cite(*meds[:2])
+                v.explanation += f" The plan guards {self.kb.classes[row['class']].label} therapy."
+                return
+
+    def _restriction_hit(self, m: MemoryDraft, ctx: Context) -> tuple[ClinicalEntry, str] | None:
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        words = stems(expand_activity_words(m.quote, self.kb))
+        if STOP.search(regex_text(m.quote)):
+            return None
+        quote = regex_text(m.quote)
+        for restriction in ctx.idx.restrictions():
+            if restriction.soft and not any(p.search(quote) for p in self.kb.excess):
+                continue  # "limit alcohol": a drink is not a conflict, a habit of several is
+            for phrase in restriction.phrases:
+                if stems(phrase) <= words:
+                    return restriction.careplan, restriction.text
+        return None
+
+    def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        device = self._device_stopped(m, ctx)
+        if device is not None:
+            return device
+        quote = regex_text(m.quote)
+        text = " ".join([_attr(m, "name"), m.content, m.quote])
+        quote_stems = stems(set(norm(m.quote).split()))
+        stopped = (_attr(m, "action").lower() in ("stopped", "skipped") or bool(STOP.search(quote)) or m.assertion == Assertion.NEGATED
+                   or any(p.search(quote) for p in self.kb.lapse))
+        def longest(therapy) -> int:  # "cardiac rehab" is cardiac rehab before it is any rehab
+            return max((len(t) for t in therapy.terms if stems(set(norm(t).split())) <= quote_stems), default=0)
+
+        for therapy in sorted(self.kb.therapies, key=lambda t: -longest(t)):
+            # order-free, inflection-free term match in the patient's words ("haven't checked my blood sugar")
+            named = longest(therapy) > 0
+            if named and stopped and m.assertion != Assertion.HISTORICAL:
+                plans = ctx.idx.careplans_mentioning(therapy.terms)
+                conds = ctx.idx.conditions_for(set(therapy.conditions))
+                if not plans and not conds:
+                    continue
+                if SEVERITY_RANK[therapy.severity] < SEVERITY_RANK[Severity.MEDIUM] and HEDGED.search(quote):
+                    continue  # "kinda stopped my PT exercises": coaching material, not a care-plan conflict
+                v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-therapy-abandoned-{therapy.id}", therapy.severity, therapy.safety,
+                            f"Care plan includes {therapy.terms[0]}; patient reports stopping it ({therapy.why}).")
+                v.cite(*plans, *conds)
+                flag = self._red_flag_verdict(m, ctx, regex_text(ctx.session_text))
+                if flag is not None and flag.rule == "redflag-drowsy-driving":
+                    v.raise_to(flag.severity, flag.safety)
+                return v
+        lapse = self._activity_lapse(m, ctx, stopped)
+        if lapse is not None:
+            return lapse
+        if m.assertion in (Assertion.NEGATED, Assertion.HISTORICAL):
+            return Verdict(NCR, Cat.CAREPLAN, "care-activity-negated")
+        hit = self._restriction_hit(m, ctx)
+        if hit is not None:
+            careplan, clause = hit
+            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False,
+                        f"The care plan restricts {_clip(clause, 120)}; the patient reports doing it.")
+            v.cite(careplan)
+            v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
+            v.cite(*_addressed(ctx, careplan)[:2])
+            self._protected_drug(v, clause, ctx)
+            mention = drugs_in_text(text, self.kb, fuzzy=False)
+            if mention.drugs:
+                for sev, safe, why, partners in self._interactions(ctx, self._mention_classes(mention), mention.drugs):
+                    v.raise_to(sev, safe)
+                    v.cite(*partners[:3])
+                    v.explanation += f" Interaction: {why}."
+            return v
+        diet = self._diet_conflict(m, ctx)
+        if diet is not None:
+            return diet
+        # a drug the quote names only inside a procedure ("a cortisone shot") is that procedure, not a medicine taken
+        mention = drugs_in_text(" ".join([_attr(m, "name"), m.quote]), self.kb, fuzzy=False)
+        if mention.drugs and any(c not in ("supplement",) for d in mention.drugs for c in self.kb.drug_classes(d)) \
+                and not procedures_in_text(m.quote, self.kb):
+            return self._medication(m, ctx)
+        flag = self._red_flag_verdict(m, ctx, quote)
+        if flag is not None:
+            return flag
+        return Verdict(NCR, Cat.CAREPLAN, "care-activity", explanation="Routine care activity; nothing conflicts with the record.")
+
+    def _activity_lapse(self, m: MemoryDraft, ctx: Context, stopped: bool) -> Verdict | None:
+        """A prescribed care-plan activity the patient says they stopped (beyond the therapies table).
+
+        Exercise and routine words are exempt: a skipped walk is coaching material, not a plan conflict.
+        """
+        quote = regex_text(m.quote)
+        if not stopped or m.assertion == Assertion.HISTORICAL or HEDGED.search(quote):
+            return None
+        words = {w for w in stems(set(norm(m.quote).split())) if len(w) >= 4} - stems(set(self.kb.lapse_exempt))
+        for entry, _ in ctx.idx.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            for activity in careplan_activities(entry):
+                lowered = regex_text(activity)
+                if not any(re.search(rf"\b{re.escape(v.strip())}\b", lowered) for v in self.kb.imperatives):
+                    continue
+                act_words = {w for w in stems(set(norm(activity).split())) if len(w) >= 4} - stems(set(self.kb.lapse_exempt))
+                shared = words & act_words
+                if shared:
+                    return Verdict(CONTRA, Cat.CAREPLAN, "careplan-activity-lapse", Severity.LOW, False,
+                                   f"The care plan asks: {_clip(activity, 100)}; the patient reports stopping it.").cite(entry)
+        return None
+
+    def _diet_lapse(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """A documented diet the patient names and says they are not keeping ("cheating on my low-sodium diet")."""
+        quote = regex_text(m.quote)
+        if m.assertion != Assertion.AFFIRMED or not DIET_LAPSE.search(quote):
+            return None
+        words = set(re.findall(r"[a-z]+", quote))
+        for entry, text in ctx.idx.careplans:
+            if entry.state != State.ACTIVE:
+                continue
+            for phrase in DIET_NAME.findall(regex_text(text)):
+                named = [w for w in re.findall(r"[a-z]+", phrase) if w not in DIET_GENERIC]
+                if named and named[-1] in words:  # the word that names the diet: "gluten", "sodium", "renal"
+                    v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-diet-lapse", Severity.LOW, False,
+                                f"Care plan documents a {phrase.strip()}; patient reports not keeping to it.")
+                    v.cite(entry)
+                    v.cite(*_addressed(ctx, entry)[:2])
+                    return v
+        return None
+
+    def _diet_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """A habitual food or drink against a documented diet (a low-salt plan and fast food every day)."""
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        lapse = self._diet_lapse(m, ctx)
+        if lapse is not None:
+            return lapse
+        quote = regex_text(m.quote)
+        if not any(p.search(quote) for p in self.kb.excess) or STOP.search(quote):
+            return None
+        normed = norm(m.quote)
+        for row in self.kb.diet_conflicts:
+            if not any(f" {norm(t).strip()} " in normed for t in row["members"]):
+                continue
+            plans = ctx.idx.careplans_mentioning(row["plan_terms"])
+            if plans:
+                v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-diet-{row['id']}", row["severity"], bool(row["safety"]),
+                            "Patient reports a habit that goes against the documented diet in the care plan.")
+                return v.cite(plans[0])
+        return None
+
+
+def _addressed(ctx: Context, careplan: ClinicalEntry) -> list[ClinicalEntry]:
+    """The conditions a care plan says it addresses (its own references)."""
+    out = []
+    for ref in (careplan.raw or {}).get("addresses") or []:
+        rtype, _, rid = str(ref.get("reference", "") if isinstance(ref, dict) else "").partition("/")
+        entry = ctx.idx.record.get(rtype, rid) if rid else None
+        if entry is not None and entry.state != State.ERROR:
+            out.append(entry)
+    return out
+
+
+def careplan_title(entry: ClinicalEntry) -> str:
+    return str((entry.raw or {}).get("title") or entry.display)

@@ -1,0 +1,183 @@
+"""Cue words and patterns of the reconciler, loaded from reviewed data (reconciliation/data/cues.json), each with its source."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+
+CUES_PATH = Path(__file__).resolve().parents[2] / "data" / "cues.json"
+_CUES: dict[str, dict[str, Any]] = json.loads(CUES_PATH.read_text(encoding="utf-8"))["cues"]
+
+
+def pattern(cue_id: str) -> re.Pattern[str]:
+    cue = _CUES[cue_id]
+    return re.compile(cue["pattern"], re.IGNORECASE if "i" in cue.get("flags", "") else 0)
+
+
+def words(cue_id: str) -> frozenset[str]:
+    return frozenset(_CUES[cue_id]["words"])
+
+
+STOP = pattern("stop")
+
+
+STOP_REFERRING = pattern("stop_referring")
+
+
+DEVICE_OFF = pattern("device_off")
+
+
+PLANNED = pattern("planned")
+
+
+DONE = pattern("done")
+
+
+NEW_MEDICINE_RULE = pattern("new_medicine_rule")
+
+
+DIET_NAME = pattern("diet_name")
+
+
+DIET_GENERIC = words("diet_generic")
+
+
+DIET_LAPSE = pattern("diet_lapse")
+
+
+GENERIC_SCOPE = pattern("generic_scope")
+
+
+VACCINE_DENIED = pattern("vaccine_denied")
+
+
+BRIEF_DISCONNECT = pattern("brief_disconnect")
+
+
+SKIP = pattern("skip")
+
+
+SKIP_HABIT = pattern("skip_habit")
+
+
+HALF = pattern("half")
+
+
+MORE = pattern("more")
+
+
+LESS = pattern("less")
+
+
+RESUME = pattern("resume")
+
+
+START = pattern("start")
+
+
+ONCE = pattern("once")
+
+
+OTHER_SOURCE = pattern("other_source")
+
+
+OUTSIDE = pattern("outside")
+
+
+RESOLVED = pattern("resolved")
+
+
+DIAGNOSED = pattern("diagnosed")
+
+
+TOLERATED = pattern("tolerated")
+
+
+EXPOSURE = pattern("exposure")
+
+
+SURGERY = pattern("surgery")
+
+
+PREGNANT = pattern("pregnant")
+
+
+REGULAR = pattern("regular")
+
+
+THIRD_PERSON = pattern("third_person")
+
+
+FIRST_PERSON_USE = pattern("first_person_use")
+
+
+MODAL_START = pattern("modal_start")
+
+
+WENT_AWAY = pattern("went_away")
+
+
+REACTION = pattern("reaction")
+
+
+ENVIRONMENTAL = words("environmental")
+
+
+OCCASIONAL = pattern("occasional")
+
+
+SUPPLY_RESUMED = pattern("supply_resumed")
+
+
+CHAT_WORDS = words("chat_words")
+
+
+BROAD_CLASSES = words("broad_classes")
+
+
+CURRENT_USE = pattern("current_use")
+
+
+CLINICIAN_SAID = pattern("clinician_said")
+
+
+HEDGED = pattern("hedged")
+
+
+DIAGNOSIS_RATED = words("diagnosis_rated")
+
+
+CHRONIC = words("chronic")
+
+
+OTC_CLASSES = words("otc_classes")
+
+
+MG = pattern("mg")
+
+
+RECORD_MG = pattern("record_mg")
+
+
+TABLETS = pattern("tablets")
+
+
+WORD_NUM = {k: float(v) for k, v in _CUES["word_num"]["numbers"].items()}
+CLAUSE_SPLIT = pattern("clause_split")
+
+
+RELATION = pattern("relation")
+
+
+THIRD_PRONOUN = pattern("third_pronoun")
+
+
+FIRST_SUBJECT = pattern("first_subject")
+
+
+PAST_EXPRESSION = pattern("past_expression")
+
+
+LAB_KINDS = tuple(_CUES["lab_kinds"]["words"])

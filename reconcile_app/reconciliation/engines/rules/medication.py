@@ -1,0 +1,381 @@
+"""Medication memories: which drug, what the patient did with it, and how that meets the record's orders."""
+from __future__ import annotations
+
+import re
+
+from reconcile_app.fhir.clinical import ClinicalEntry, State
+from reconcile_app.narrative.types import Assertion, MemoryDraft
+from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
+from reconcile_app.reconciliation.knowledge import Drug, Knowledge, norm, regex_text
+from reconcile_app.reconciliation.matching import DrugMention, drugs_in_text, terminology_drugs
+from reconcile_app.reconciliation.types import Severity
+
+from .cues import (
+    BRIEF_DISCONNECT, BROAD_CLASSES, CLAUSE_SPLIT, CURRENT_USE, DEVICE_OFF, FIRST_PERSON_USE, HALF, LESS, MG,
+    MODAL_START, MORE, OCCASIONAL, ONCE, OTC_CLASSES, OTHER_SOURCE, RECORD_MG, REGULAR, RESUME, SKIP, SKIP_HABIT,
+    START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, THIRD_PERSON, TOLERATED, WORD_NUM,
+)
+from .verdict import (
+    AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _as_needed, _attr, _clip, _lexicon_terms, _order_text,
+    _severity_max, _short,
+)
+
+
+class MedicationRules:
+    """Medication memories: the rules of this category, mixed into RulesReconciler."""
+
+    kb: Knowledge
+
+    def _drug_mention(self, m: MemoryDraft, ctx: Context | None = None) -> DrugMention:
+        """The drug(s) the memory is about, grounded in the patient's own words.
+
+        The extractor's attribute picks which drug of the quote is meant. A drug the quote does not name is trusted
+        when the extractor grounded it elsewhere (see `_attributed_drug`); an over-eager fuzzy match is not.
+        """
+        grounded = drugs_in_text(m.quote, self.kb)
+        named_text = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
+        named = drugs_in_text(named_text, self.kb) if named_text else DrugMention()
+        if not named and not grounded and named_text:
+            # the extractor resolved a described device ("the orange disk one") to a class by its name: keep the class
+            # when the quote names one of its dosage forms; the record then says which order of that class is meant
+            text, words = f" {norm(named_text)} ", set(norm(m.quote).split())
+            forms = {c.id for c in self.kb.classes.values() if c.forms and (f" {norm(c.label).strip()} " in text or f" {c.id.replace('_', ' ')} " in text)
+                     and words & set(c.forms)}
+            if forms:
+                return DrugMention(lay_classes=forms)
+        if named:
+            drugs = [d for d in named.drugs if d in grounded.drugs]
+            classes = named.lay_classes & grounded.lay_classes
+            if drugs or classes:
+                return DrugMention(drugs=drugs, lay_classes=classes if not drugs else set())
+            if grounded and (not _attr(m, "drug") or not any(d.name in norm(m.quote) or any(a in norm(m.quote) for a in d.aliases)
+                                                               for d in named.drugs)):
+                # the attribute names a drug the quote never says (carried over from the turn before): the quote's own drug wins
+                return grounded
+            # the extractor resolved a lay name ("the hydro something", "water pill") to a drug: keep it when the
+            # quote names that drug's class or a prefix of it
+            quote = norm(m.quote)
+            for d in named.drugs:
+                if grounded.lay_classes & self.kb.drug_classes(d) or any(
+                    len(w) >= 4 and d.name.startswith(w) for w in quote.split()
+                ):
+                    return DrugMention(drugs=[d])
+            return self._attributed_drug(m, ctx, named) if not grounded else DrugMention()
+        if grounded:
+            return grounded
+        drug = _attr(m, "drug")
+        if drug and f" {norm(drug).strip()} " in norm(m.quote):
+            return DrugMention(raw_names={w for w in norm(drug).split() if len(w) >= 4 and w.isalpha()})
+        return self._attributed_drug(m, ctx, named)
+
+    def _attributed_drug(self, m: MemoryDraft, ctx: Context | None, named: DrugMention) -> DrugMention:
+        """The extractor's drug when the quote does not name it but the extractor grounded it: linked to the record's
+        order ("my pen" -> the liraglutide order), or named in the memory's own turns under any of its names (the
+        class in one sentence, "Sudafed" in the next). A near-miss spelling the conversation never says is not."""
+        drug = _attr(m, "drug")
+        if not drug:
+            return DrugMention()
+        if not _attr(m, "record_ref").startswith(("MedicationRequest/", "MedicationStatement/")):
+            text = " ".join([m.quote, ctx.around(m) if ctx is not None else ""])
+            if drug not in terminology_drugs(text):
+                return DrugMention()
+        if named.drugs:
+            return DrugMention(drugs=list(named.drugs))
+        return DrugMention(raw_names={w for w in norm(drug).split() if len(w) >= 4 and w.isalpha()})
+
+    def _action(self, m: MemoryDraft, ctx: Context | None = None) -> str:
+        action = _attr(m, "action").lower()
+        change = _attr(m, "dose_change").lower()
+        quote = regex_text(m.quote)
+        clause = _drug_clause(m.quote, self.kb)  # only the clause naming the drug: "stopped the Advil, taking Tylenol"
+        if action in ("", "taking") and clause and not change:
+            if HALF.search(clause) or LESS.search(clause):
+                return "less"
+            if MORE.search(clause):
+                return "more"
+            if STOP.search(clause) or SKIP_HABIT.search(clause):
+                return "stopped"
+        if ctx is not None and action in ("", "taking"):
+            # a stop said about "it" in the next sentence of the same turn ("its the water pill. so i quit it.")
+            rest = regex_text(ctx.around(m))
+            if not STOP.search(quote) and STOP.search(rest) and STOP_REFERRING.search(rest):
+                # the stop must not be about another drug named in the same sentence
+                names = {d.name for d in drugs_in_text(m.quote, self.kb, fuzzy=False).drugs}
+                for sentence in re.split(r"(?<=[.!?])\s+", rest):
+                    if STOP_REFERRING.search(sentence):
+                        other = {d.name for d in drugs_in_text(sentence, self.kb, fuzzy=False).drugs}
+                        if not other or other & names:
+                            return "stopped"
+        if m.assertion == Assertion.NEGATED and action in ("", "taking", "took_once"):
+            action = "stopped"
+        if action in ("changed_dose", "") or change:
+            if change in ("half", "less") or HALF.search(quote) or LESS.search(quote):
+                return "less"
+            if change in ("double", "more") or MORE.search(quote):
+                return "more"
+        if action:
+            return {"skipped": "stopped", "changed_dose": "changed"}.get(action, action)
+        if STOP.search(quote):
+            return "stopped"
+        if SKIP.search(quote):
+            return "stopped"
+        if RESUME.search(quote):
+            return "resumed"
+        if START.search(quote):
+            return "started"
+        if ONCE.search(quote) and not REGULAR.search(quote):
+            return "took_once"
+        return "taking"
+
+    def _class_sev(self, classes: set[str], which: str, default: tuple[str, bool]) -> tuple[str, bool]:
+        best = default if not classes else ("", False)
+        for cid in classes:
+            cls = self.kb.classes.get(cid)
+            if not cls or not getattr(cls, which)[0]:
+                continue  # a class the tables hold no facts about says nothing about severity
+            sev, safe = getattr(cls, which)
+            best = (_severity_max(best[0], sev), best[1] or safe)
+        return best if best[0] else default
+
+    def _entry_classes(self, ctx: Context, entries: list[ClinicalEntry]) -> set[str]:
+        ids = {(e.resource_type, e.id) for e in entries}
+        out: set[str] = set()
+        for me in ctx.idx.meds:
+            if (me.entry.resource_type, me.entry.id) in ids:
+                out |= me.classes
+        return out
+
+    def _mention_classes(self, mention: DrugMention, class_text: str = "") -> set[str]:
+        classes = set(mention.lay_classes)
+        for d in mention.drugs:
+            classes |= self.kb.drug_classes(d)
+        if not classes and class_text:
+            # a drug the tables do not know: the extractor's class words ("opioid analgesic") name a known class
+            normed = norm(class_text)
+            for cls in self.kb.classes.values():
+                if f" {norm(cls.label).strip()} " in normed or f" {cls.id.replace('_', ' ')} " in normed:
+                    classes |= self.kb.class_closure({cls.id})
+        return classes
+
+    def _interactions(self, ctx: Context, classes: set[str], drugs: list[Drug], *, live_vaccine: bool = False,
+                      pregnant: bool = False) -> list[tuple[str, bool, str, list[ClinicalEntry]]]:
+        """Interaction rows that fire for what the patient takes against the record: (severity, safety, why, partners)."""
+        mine = {f"class:{c}" for c in classes} | {f"drug:{n}" for d in drugs for n in (d.name, *d.components)}  # Tylenol PM is diphenhydramine too
+        if live_vaccine:
+            mine.add("vaccine:live")
+        out = []
+        for row in self.kb.interactions:
+            for own, other in ((row.a, row.b), (row.b, row.a)):
+                if own not in mine:
+                    continue
+                partners = self._partners(ctx, other, pregnant)
+                if partners is None:
+                    continue
+                lab = ctx.idx.latest_observation(row.loinc) if row.loinc else None
+                out.append((row.severity, row.safety, row.why, partners + ([lab] if lab else [])))
+                break
+        return out
+
+    def _partners(self, ctx: Context, ref: str, pregnant: bool) -> list[ClinicalEntry] | None:
+        kind, _, value = ref.partition(":")
+        if kind == "class":
+            found = ctx.idx.meds_of_classes({value})
+        elif kind == "drug":
+            found = [me.entry for me in ctx.idx.meds if me.entry.state == State.ACTIVE and value in me.names]
+        elif kind == "condition":
+            found = ctx.idx.conditions_for({value})
+        elif kind == "state" and value == "pregnancy":
+            return [] if pregnant or ctx.idx.conditions_for({"pregnancy"}) else None
+        else:
+            return None
+        return found or None
+
+    def _medication(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        quote = regex_text(m.quote)
+        if THIRD_PERSON.search(quote) and not FIRST_PERSON_USE.search(quote):
+            return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
+        device = self._device_stopped(m, ctx)
+        if device is not None:
+            return device  # "took my insulin pump off": the device names the order, whatever else the quote names
+        mention = self._drug_mention(m, ctx)
+        if not mention:
+            device = self._device_stopped(m, ctx)
+            if device is not None:
+                return device
+            procedure = self._procedure_like(m, ctx)
+            if procedure is not None:
+                return procedure
+            return Verdict(NCR, Cat.MEDICATION, "med-unnamed", explanation="No drug could be identified.")
+        sources = _attr(m, "source").lower()
+        someone_else = sources == "someone_else" or bool(OTHER_SOURCE.search(quote))
+        action = self._action(m, ctx)
+        if someone_else and _attr(m, "action").lower() in ("", "taking", "took_once", "started"):
+            action = "taking"  # "my wife's pills when mine run out": the borrowing is the news, not a stop
+        if action == "stopped" and SUPPLY_RESUMED.search(quote):
+            action = "taking"  # "the pharmacy was out, I picked it up the next day": a bridged gap, not a stop
+        match = ctx.idx.match_meds(mention)
+        classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
+        label = _clip(", ".join(sorted(mention.names)), 60) or "this medicine"
+
+        # a red flag in the same breath (rescue inhaler many times a day) outranks a plain agreement
+        if match.active and action not in ("stopped", "less"):
+            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote), only_classes=self._entry_classes(ctx, match.active))
+            if flag is not None:
+                return flag
+
+        if m.assertion == Assertion.HISTORICAL and action not in ("stopped",):
+            if match.active or match.historical:
+                return Verdict(AGREE, Cat.MEDICATION, "med-historical-known", explanation=f"Past use of {label} is in the record.").cite(*(match.historical or match.active))
+            return Verdict(NCR, Cat.MEDICATION, "med-historical", explanation="Past medication use; nothing current to reconcile.")
+
+        allergy = self._allergen_taken(m, ctx, mention, action)
+        if allergy is not None:
+            return allergy
+
+        if action == "stopped" and _attr(m, "action").lower() == "skipped" and match.active and all(_as_needed(e) for e in match.active):
+            # a dose of an as-needed order not taken is how the order is meant to be used
+            return Verdict(NCR, Cat.MEDICATION, "med-prn-not-needed", explanation=f"{_short(match.active[0])} is ordered as needed.").cite(*match.active)
+        if action == "stopped":
+            if match.active:
+                sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "stop", ("medium", False))
+                v = Verdict(CONTRA, Cat.MEDICATION, "med-stopped-active", sev, safe,
+                            f"Record lists {_short(match.active[0])} as active; patient reports stopping or not taking it.")
+                return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
+            if match.historical:
+                return Verdict(AGREE, Cat.MEDICATION, "med-stopped-agrees", explanation=f"Record also shows {_short(match.historical[0])} as stopped.").cite(*match.historical)
+            return self._careplan_or(m, ctx, Verdict(NCR, Cat.MEDICATION, "med-stopped-unknown", explanation="Stopped a medicine the record does not list."))
+
+        if action in ("less", "more", "changed"):
+            if match.active:
+                sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "change", ("medium", False))
+                word = {"less": "taking less than prescribed (e.g. half a tablet)", "more": "taking more than prescribed"}.get(action, "taking a different dose")
+                v = Verdict(CONTRA, Cat.MEDICATION, f"med-dose-{action}", sev, safe,
+                            f"Record lists {_short(match.active[0])} ({match.active[0].detail or 'as prescribed'}); patient reports {word}.")
+                return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
+
+        # taking / started / resumed / took once / changed dose of an unknown drug
+        if match.active and someone_else:
+            v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else", "medium", False,
+                        f"Patient reports taking someone else's {label}; the record's own order is {_short(match.active[0])}.")
+            return v.cite(*match.active)
+        if match.active:
+            mismatch = _dose_mismatch(m, match.active)
+            if mismatch is not None:
+                entry, said = mismatch
+                sev, safe = self._class_sev(self._entry_classes(ctx, [entry]), "change", ("medium", False))
+                v = Verdict(CONTRA, Cat.MEDICATION, "med-dose-mismatch", sev, safe,
+                            f"Record lists {_short(entry)} ({entry.detail or 'as prescribed'}); patient reports {said:g} mg.")
+                return v.cite(entry, *self._indications(ctx, self._entry_classes(ctx, [entry]))[:1])
+            return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(match.active[0])} as active.").cite(*match.active)
+        interactions = self._interactions(ctx, classes, mention.drugs)
+        if match.historical and not match.by_class_only and not (CURRENT_USE.search(regex_text(ctx.around(m))) or action in ("started", "resumed")):
+            # a passing mention of a drug the record shows as stopped or completed ("the amoxicillin they gave me")
+            return Verdict(NCR, Cat.MEDICATION, "med-historical-mention", explanation="Mentions a past medicine; no current use stated.").cite(*match.historical)
+        if match.historical and not match.by_class_only:
+            sev, safe = self._class_sev(classes, "new", ("low", False))
+            v = Verdict(CONTRA, Cat.MEDICATION, "med-taking-stopped", sev, safe,
+                        f"Record shows {_short(match.historical[0])} as {match.historical[0].status}; patient reports taking it.")
+            v.cite(*match.historical)
+        elif match.error and not match.by_class_only:
+            sev, safe = self._class_sev(classes, "new", ("medium", False))
+            v = Verdict(GAP, Cat.MEDICATION, f"{ERROR_RULE_PREFIX}med-only-entry", sev, safe,
+                        f"Patient reports taking {label}; its only record entry ({_short(match.error[0])}) is marked entered-in-error.")
+            v.cite(*match.error)
+            v.cite(*self._indications(ctx, classes, m.quote)[:3])
+        else:
+            if match.by_class_only:
+                # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
+                return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
+            otc = bool(classes) and classes <= (OTC_CLASSES | {"nsaid_like"})
+            if MODAL_START.search(quote) and action not in ("stopped",):
+                return Verdict(NCR, Cat.MEDICATION, "med-considering", explanation="Considering a medicine; nothing taken yet.")
+            if otc and not someone_else and not interactions and OCCASIONAL.search(quote):
+                return Verdict(NCR, Cat.MEDICATION, "med-otc-occasional", explanation=f"Occasional over-the-counter {label}.")
+            if action == "took_once" and otc and not someone_else:
+                # a single over-the-counter dose is coaching material, even where a habit of it would conflict
+                return Verdict(NCR, Cat.MEDICATION, "med-otc-once", explanation=f"A single dose of over-the-counter {label}.")
+            sev, safe = self._class_sev(classes, "new", ("medium", False))
+            if someone_else:
+                sev = _severity_max(sev, "medium")
+            who = "someone else's prescription" if someone_else else ("an undocumented medicine or supplement")
+            v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else" if someone_else else "med-undocumented", sev, safe,
+                        f"Patient reports taking {label} ({who}); the record has no entry for it.")
+            v.cite(*ctx.idx.meds_sharing_ingredient(mention.drugs))
+            v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:4])
+            # therapeutic duplication: what the record already prescribes of the same class
+            v.cite(*ctx.idx.meds_of_classes(classes - BROAD_CLASSES)[:2])
+            self._cite_new_medicine_rule(v, ctx)
+            v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
+        for sev, safe, why, partners in interactions:
+            v.raise_to(sev, safe)
+            v.cite(*partners[:3])
+            if why not in v.explanation:
+                v.explanation = f"{v.explanation} Interaction: {why}."
+        return self._careplan_or(m, ctx, v)
+
+    def _allergen_taken(self, m: MemoryDraft, ctx: Context, mention: DrugMention, action: str) -> Verdict | None:
+        if action in ("stopped",) or not mention.drugs:
+            return None
+        hits = [ae for ae in ctx.idx.allergy_matches(set(), mention.drugs)]
+        active = [ae.entry for ae in hits if ae.entry.state == State.ACTIVE]
+        if not active:
+            return None
+        quote = regex_text(m.quote + " " + _attr(m, "reaction"))
+        anaphylaxis = any(f.id == "anaphylaxis" and f.matches(quote) for f in self.kb.red_flags)
+        reaction = _attr(m, "reaction") or any(f.id in ("rash", "anaphylaxis") and f.matches(quote) for f in self.kb.red_flags)
+        if reaction and not TOLERATED.search(quote):
+            v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", "high" if anaphylaxis else "medium", anaphylaxis,
+                        f"Record lists an active allergy ({_short(active[0])}); patient took a related drug and reacted.")
+        else:
+            v = Verdict(CONTRA, Cat.ALLERGY, "allergy-tolerated", Severity.LOW, False,
+                        f"Record lists an active allergy ({_short(active[0])}); patient reports taking a related drug without a reaction.")
+        orders = ctx.idx.match_meds(mention)
+        return v.cite(*active, *orders.active, *orders.historical)
+
+    def _device_stopped(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """Taking off or disconnecting the device an active order is delivered by ("took my pump off") stops that drug."""
+        quote = regex_text(m.quote)
+        if m.assertion != Assertion.AFFIRMED or not DEVICE_OFF.search(quote) or BRIEF_DISCONNECT.search(quote):
+            return None
+        for cls in self.kb.classes.values():
+            for device in cls.devices:
+                if not re.search(rf"\b{re.escape(device)}s?\b", quote):
+                    continue
+                orders = [e for e in ctx.idx.meds_of_classes({cls.id}) if re.search(rf"\b{re.escape(device)}", _order_text(e))]
+                if not orders:
+                    continue
+                sev, safe = cls.stop
+                v = Verdict(CONTRA, Cat.MEDICATION, f"med-device-off-{cls.id}", sev, safe,
+                            f"Record has {_short(orders[0])} delivered by {device}; patient reports taking the {device} off.")
+                v.cite(*orders)
+                v.cite(*self._indications(ctx, {cls.id}, m.quote)[:2])
+                return v
+        return None
+
+
+def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[ClinicalEntry, float] | None:
+    """A single-ingredient active order whose strength (or prescribed dose) differs from the mg the patient states."""
+    said = [float(x) for x in MG.findall(regex_text(" ".join([m.quote, _attr(m, "dose_text")])))]
+    if not said:
+        return None
+    for entry in active:
+        strengths = [float(x) for x in RECORD_MG.findall(entry.display)]
+        if len(strengths) != 1 or "/" in entry.display:
+            continue
+        allowed = {strengths[0]}
+        for count in TABLETS.findall(entry.detail):
+            allowed.add(strengths[0] * WORD_NUM.get(count.lower(), float(count) if count[0].isdigit() else 1.0))
+        allowed |= {float(x.replace(",", "")) for x in re.findall(r"\(([\d,]+(?:\.\d+)?) ?mg", entry.detail, re.IGNORECASE)}
+        for value in said:
+            if all(abs(value - a) > 1e-6 for a in allowed):
+                return entry, value
+    return None
+
+
+def _drug_clause(quote: str, kb: Knowledge) -> str:
+    """The one clause of the quote that names a drug, when exactly one drug is named in the whole quote."""
+    if len(drugs_in_text(quote, kb).drugs) != 1:
+        return ""
+    clauses = [c for c in CLAUSE_SPLIT.split(regex_text(quote)) if c and c.strip()]
+    hits = [c for c in clauses if drugs_in_text(c, kb).drugs]
+    return hits[0] if len(hits) == 1 else ""
