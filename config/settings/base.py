@@ -1,6 +1,7 @@
 """Settings shared by every environment; everything deployment-specific comes from the environment."""
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -29,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "axes",
     # Order follows the pipeline; imports flow downward only.
     "reconcile_app.core",
     "reconcile_app.audit",
@@ -57,7 +59,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "reconcile_app.smart.middleware.FrameAncestorsMiddleware",
+    "reconcile_app.smart.middleware.LaunchBoundAccessMiddleware",
     "reconcile_app.core.middleware.LoginRequiredMiddleware",
+    # Last, as django-axes requires: turns a locked-out sign-in into the 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -100,9 +105,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # https://docs.djangoproject.com/en/5.2/topics/cache/ - queue counts, alert badges and the
 # coaching-platform rate limit live here, so several web workers must share it (Redis).
 CACHE_URL = env_str("CACHE_URL", "")
+# Redis behind ResilientRedisCache: an unreachable Redis reads as a miss and writes are dropped, so
+# no page answers 500 over a cache (the queue hides its counts, the API rate limit counts in the DB).
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        {"BACKEND": "reconcile_app.core.cache.ResilientRedisCache", "LOCATION": CACHE_URL, "OPTIONS": {
+            "socket_connect_timeout": 1, "socket_timeout": 1}}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -113,6 +121,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# django-axes: sign-in throttling per account and per address (each counted on its own), kept in the
+# database (no cache needed). Locked out for AXES_COOLOFF after AXES_FAILURE_LIMIT failures;
+# lockouts and refused attempts are audited (core.signals).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("LOGIN_COOLOFF_SECONDS", 15 * 60))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "reconcile_app.core.http.client_address"
+AXES_LOCKOUT_CALLABLE = "reconcile_app.core.views.login_locked_out"
+AXES_VERBOSE = False  # its log lines name the username; the audit trail records the lockout instead
+# How many reverse proxies in front of the app append to X-Forwarded-For (0: use REMOTE_ADDR only,
+# because the header is trivially forged without a proxy that overwrites it).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+
 LOGIN_URL = "core:login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:login"
@@ -163,10 +189,21 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "reconcile_app.triage.tasks.sla_escalate_task",
         "schedule": 300.0,
     },
-    # Re-enqueues patients whose enqueue was lost (broker outage) or whose lease expired.
+    # Re-enqueues patients whose enqueue was lost (broker outage) or whose lease expired: with the
+    # short lease below, a dead worker's patient resumes within lease + this interval (75 s).
     "pipeline-sweep": {
         "task": "reconcile_app.pipeline.pipeline_sweep_task",
-        "schedule": 60.0,
+        "schedule": 30.0,
+    },
+    # Uploads whose import never finished (the process died) end as failed, with the reason.
+    "transcripts-upload-sweep": {
+        "task": "reconcile_app.transcripts.tasks.uploads_fail_stuck_task",
+        "schedule": 300.0,
+    },
+    # Launches abandoned at the EHR's sign-in lose their encrypted PKCE state.
+    "smart-expire-abandoned-launches": {
+        "task": "reconcile_app.smart.tasks.launches_expire_abandoned_task",
+        "schedule": 300.0,
     },
     "core-worker-heartbeat": {
         "task": "reconcile_app.core.tasks.heartbeat_task",
@@ -188,10 +225,31 @@ SMART_SANDBOX_ENABLED = env_bool("SMART_SANDBOX_ENABLED", False)
 SMART_HTTP_TIMEOUT_SECONDS = env_int("SMART_HTTP_TIMEOUT_SECONDS", 15)
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 FHIR_PAGE_SIZE = env_int("FHIR_PAGE_SIZE", 100)  # _count per search page; 500-1000 where the EHR allows
+# A clinician's access ends with the launch: at the latest this long after it began.
+SMART_LAUNCH_MAX_SECONDS = env_int("SMART_LAUNCH_MAX_SECONDS", 8 * 3600)
+SMART_PENDING_LAUNCH_SECONDS = env_int("SMART_PENDING_LAUNCH_SECONDS", 900)
+# Outbound calls to EHRs (discovery, tokens, keys, FHIR): https only, and never to private, loopback
+# or link-local addresses unless listed here (CIDRs, e.g. an EHR on the hospital network).
+SMART_ALLOWED_NETWORKS = env_list("SMART_ALLOWED_NETWORKS", [])
+SMART_ALLOW_HTTP_LOOPBACK = False  # development settings only: the sandbox EHR on http://127.0.0.1
 
 
-# Transcript import limits.
+# Transcript import limits: one upload cannot flood the queue.
 TRANSCRIPT_MAX_BYTES = env_int("TRANSCRIPT_MAX_BYTES", 5 * 1024 * 1024)
+TRANSCRIPT_MAX_SESSIONS = env_int("TRANSCRIPT_MAX_SESSIONS", 500)  # per upload
+TRANSCRIPT_MAX_TURNS = env_int("TRANSCRIPT_MAX_TURNS", 1000)  # per session
+# An upload still "received" this long after it arrived never finished importing: the sweep fails it.
+TRANSCRIPT_STUCK_AFTER_SECONDS = env_int("TRANSCRIPT_STUCK_AFTER_SECONDS", 600)
+TRANSCRIPT_API_RATE_LIMIT = env_int("TRANSCRIPT_API_RATE_LIMIT", 60)
+TRANSCRIPT_API_RATE_WINDOW_SECONDS = env_int("TRANSCRIPT_API_RATE_WINDOW_SECONDS", 60)
+
+# Pipeline: a short per-patient lease renewed by a heartbeat while a task works, so the patient of a
+# worker that died is picked up by the sweep within lease + sweep interval.
+PIPELINE_LEASE_SECONDS = env_int("PIPELINE_LEASE_SECONDS", 45)
+PIPELINE_HEARTBEAT_SECONDS = env_int("PIPELINE_HEARTBEAT_SECONDS", 10)
+
+# Audit: anonymous refusals are one row per window, action and reason, with a count.
+AUDIT_ANONYMOUS_WINDOW_SECONDS = env_int("AUDIT_ANONYMOUS_WINDOW_SECONDS", 300)
 
 # https://docs.djangoproject.com/en/5.2/topics/email/
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
@@ -220,6 +278,8 @@ LOGGING = {
         # Request logs include full URLs; ours carry no PHI, but keep them at WARNING.
         "django.request": {"level": "WARNING"},
         "django.server": {"level": "WARNING"},
+        # django-axes logs every sign-in with a masked username at INFO; lockouts go to the audit trail.
+        "axes": {"level": "WARNING"},
     },
 }
 LOGIN_URL_PATH = "/login/"

@@ -1,6 +1,6 @@
 """Embedded default for the one-command demo: SQLite and a file-system Celery broker, no services."""
 from .base import *  # noqa: F403
-from .base import VAR_DIR, env_bool, env_str
+from .base import VAR_DIR, env_bool, env_list, env_str
 
 DEBUG = env_bool("DEBUG", True)
 SMART_SANDBOX_ENABLED = env_bool("SMART_SANDBOX_ENABLED", True)
@@ -20,3 +20,7 @@ if not env_str("CELERY_BROKER_URL"):
 
 # The file-system transport has no host; kombu warns about it on every connection.
 LOGGING["loggers"]["kombu.connection"] = {"level": "ERROR"}  # noqa: F405
+
+# The sandbox EHR answers on this machine over plain http.
+SMART_ALLOW_HTTP_LOOPBACK = True
+SMART_ALLOWED_NETWORKS = env_list("SMART_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])

@@ -19,8 +19,9 @@ if not CACHE_URL:
         raise ImproperlyConfigured("CACHE_URL must be set when the broker is not Redis")
     # Share Redis with the broker, on the next database number.
     _base, _, _db = CELERY_BROKER_URL.rpartition("/")
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": f"{_base}/{int(_db) + 1 if _db.isdigit() else 1}"}}
+    CACHES = {"default": {"BACKEND": "reconcile_app.core.cache.ResilientRedisCache",
+                          "LOCATION": f"{_base}/{int(_db) + 1 if _db.isdigit() else 1}",
+                          "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)

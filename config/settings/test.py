@@ -1,6 +1,6 @@
 """Test settings: fast hashing, in-memory email, eager tasks unless a real broker is given."""
 from .base import *  # noqa: F403
-from .base import env_bool, env_str
+from .base import env_bool, env_list, env_str
 
 DEBUG = False
 SMART_SANDBOX_ENABLED = True
@@ -19,3 +19,7 @@ CELERY_TASK_EAGER_PROPAGATES = True
 # The test client and requests (http://localhost) would drop Secure cookies; the browser tests,
 # which check the framed launch, turn partitioned cookies back on.
 FRAMED_COOKIES = env_bool("FRAMED_COOKIES", False)
+
+# The sandbox EHR (live_server) and the medplum FHIR server answer on loopback over plain http.
+SMART_ALLOW_HTTP_LOOPBACK = True
+SMART_ALLOWED_NETWORKS = env_list("SMART_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])

@@ -29,15 +29,24 @@ class AuditEvent(models.Model):
     path = models.CharField(max_length=200, blank=True)
     # Ids, counts, reasons and error classes only; audit_record rejects free text.
     details = models.JSONField(default=dict, blank=True)
+    # Anonymous refusals are aggregated: one row per time window, action and reason, counting the
+    # requests (an unauthenticated client must not be able to grow the trail without limit).
+    # `window_key` names that bucket; it is empty on every ordinary, one-event row.
+    count = models.PositiveIntegerField(default=1)
+    window_key = models.CharField(max_length=160, blank=True, default="")
 
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["action", "outcome", "-at"], name="audit_action_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["window_key"], condition=~models.Q(window_key=""), name="audit_window_unique"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_label or '-'} {self.action} {self.outcome}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
+        # Append-only; an aggregated row's count grows by a queryset UPDATE (audit.services), never here.
         if self.pk is not None:
             raise RuntimeError("audit events are append-only")
         super().save(*args, **kwargs)

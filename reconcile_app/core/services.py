@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import Group, User
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
+
+from .exceptions import ValidationFailed
 
 from .models import UserPreference
 from .roles import Role
@@ -22,6 +26,12 @@ def user_create(*, username: str, role: Role, password: str | None, email: str =
     # Admins may open the Django admin (read-only audit, registrations); others may not.
     user.is_staff = role == Role.ADMIN
     if password:
+        # The same validators as the Django admin's forms (AUTH_PASSWORD_VALIDATORS): no path that
+        # sets a password may skip them.
+        try:
+            validate_password(password, user=user)
+        except ValidationError as exc:
+            raise ValidationFailed("the password is not strong enough", errors=list(exc.messages)) from None
         user.set_password(password)
     else:
         user.set_unusable_password()  # clinicians arriving by SMART launch have no password

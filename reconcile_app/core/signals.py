@@ -1,4 +1,4 @@
-"""Audit sign-ins, sign-outs and failed attempts (the username only, never the password)."""
+"""Audit sign-ins, sign-outs, failed attempts and lockouts (never the password)."""
 from __future__ import annotations
 
 from typing import Any
@@ -24,6 +24,10 @@ def _logged_out(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
 
 @receiver(user_login_failed)
 def _login_failed(sender: Any, credentials: dict, request: Any = None, **kwargs: Any) -> None:
+    """Anonymous refusals are aggregated per window and reason (audit_record); the per-account and
+    per-address counts behind the throttling are django-axes' AccessAttempt rows."""
     from reconcile_app.audit.services import audit_record
 
-    audit_record(request=request, action="auth.login", outcome="denied", details={"username": str(credentials.get("username", ""))[:100]})
+    # django-axes' receiver ran first (its app is listed before core) and flagged a lockout.
+    reason = "locked_out" if getattr(request, "axes_locked_out", False) else "bad_credentials"
+    audit_record(request=request, action="auth.login", outcome="denied", details={"reason": reason})

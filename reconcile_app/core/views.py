@@ -5,6 +5,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -34,6 +35,14 @@ class LoginView(auth_views.LoginView):
 
 
 login = public(LoginView.as_view())
+
+
+def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict | None = None) -> HttpResponse:
+    """django-axes' lockout answer (AXES_LOCKOUT_CALLABLE): 429, the same for every account and address."""
+    minutes = max(1, int(settings.AXES_COOLOFF_TIME.total_seconds() // 60))
+    response = render(request, "core/login_locked.html", {"minutes": minutes}, status=429)
+    response["Retry-After"] = str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
+    return response
 logout = auth_views.LogoutView.as_view()
 
 
@@ -57,17 +66,35 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     return render(request, "core/audit_list.html", {"form": form, "events": events[:200]})
 
 
+BARE_ERRORS = {
+    400: ("Bad request", "The request could not be understood."),
+    403: ("Not allowed", "This page is not available to you."),
+    404: ("Not found", "There is nothing at this address."),
+    500: ("Something went wrong", "The error has been logged with its request id. Please try again shortly."),
+}
+
+
+def _error_page(request: HttpRequest, template: str, status: int) -> HttpResponse:
+    """The error page, or a bare one when the request was refused before the session and user were
+    read (an unknown Host header, a malformed request): then nothing may depend on them."""
+    if hasattr(request, "user") and hasattr(request, "session"):
+        return render(request, template, status=status)
+    title, text = BARE_ERRORS[status]
+    html = render_to_string("errors/bare.html", {"title": title, "text": text, "request_id": getattr(request, "request_id", "")})
+    return HttpResponse(html, status=status)
+
+
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return render(request, "errors/400.html", status=400)
+    return _error_page(request, "errors/400.html", 400)
 
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return render(request, "errors/403.html", status=403)
+    return _error_page(request, "errors/403.html", 403)
 
 
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return render(request, "errors/404.html", status=404)
+    return _error_page(request, "errors/404.html", 404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    return render(request, "errors/500.html", status=500)
+    return _error_page(request, "errors/500.html", 500)

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from reconcile_app.core.exceptions import ValidationFailed
 from reconcile_app.core.roles import Role
 from reconcile_app.core.services import user_create
 
@@ -35,11 +36,14 @@ class Command(BaseCommand):
             password = options["password"] or os.environ.get("RECONCILE_PASSWORD")
             if not password:
                 password = getpass.getpass("Password: ")
-        user = user_create(
-            username=options["username"],
-            role=Role(options["role"]),
-            password=password,
-            email=options["email"],
-            full_name=options["name"],
-        )
+        try:
+            user = user_create(
+                username=options["username"],
+                role=Role(options["role"]),
+                password=password,
+                email=options["email"],
+                full_name=options["name"],
+            )
+        except ValidationFailed as exc:
+            raise CommandError(f"{exc.message}: " + " ".join(exc.errors)) from None
         self.stdout.write(self.style.SUCCESS(f"created {options['role']} {user.username} (id {user.pk})"))
