@@ -1,16 +1,20 @@
 """All outbound HTTP of the SMART side: discovery, token endpoint, JWKS and FHIR reads, with timeouts."""
 from __future__ import annotations
 
+import ipaddress
 import logging
+import re
+import socket
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+import requests.adapters
 from django.conf import settings
 from fhirclient.auth import FHIROAuth2Auth
 from fhirclient.client import FHIRClient
-from fhirclient.server import FHIRUnauthorizedException
+from fhirclient.server import FHIRNotFoundException, FHIRPermissionDeniedException, FHIRUnauthorizedException
 
 from .exceptions import EhrProtocolError, EhrUnavailable, LaunchRefused, TokenRejected
 
@@ -27,10 +31,139 @@ def http_timeout() -> float:
     return float(getattr(settings, "SMART_HTTP_TIMEOUT_SECONDS", 15))
 
 
+# --- where the app may connect: https to public addresses, unless a network is listed -------------
+
+
+def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    networks = []
+    for value in getattr(settings, "SMART_ALLOWED_NETWORKS", []) or []:
+        try:
+            networks.append(ipaddress.ip_network(value, strict=False))
+        except ValueError:
+            logger.warning("SMART_ALLOWED_NETWORKS: %r is not a network; ignored", value)
+    return networks
+
+
+def address_allowed(address: str, *, scheme: str) -> bool:
+    """Public addresses over https; private, loopback, link-local and reserved ones only when listed
+    in SMART_ALLOWED_NETWORKS; plain http only to a listed loopback address in development settings."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    listed = any(ip in network for network in _allowed_networks())
+    if scheme == "http":
+        return listed and ip.is_loopback and bool(getattr(settings, "SMART_ALLOW_HTTP_LOOPBACK", False))
+    return listed or ip.is_global
+
+
+def outbound_url_problem(url: str) -> str:
+    """Why the app will not send a request to this URL ('' when it may): https only (http only for
+    loopback in development settings), a host, no credentials (they would be sent as Basic auth), and
+    a literal IP address must pass address_allowed. Host names are checked when they resolve."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "not a URL"
+    del port
+    scheme = parts.scheme.lower()
+    allow_http = bool(getattr(settings, "SMART_ALLOW_HTTP_LOOPBACK", False))
+    if scheme != "https" and not (scheme == "http" and allow_http):
+        return "not https"
+    if not parts.hostname:
+        return "no host"
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        return "credentials in the URL"
+    try:
+        ipaddress.ip_address(parts.hostname.split("%", 1)[0])
+    except ValueError:
+        return ""  # a name: checked against the addresses it resolves to, at connection time
+    return "" if address_allowed(parts.hostname, scheme=scheme) else "address not allowed"
+
+
+def _resolve_allowed(host: str, port: int, *, scheme: str) -> list[str]:
+    """The host's addresses that the policy allows, every one checked (not just the first), so a
+    name cannot smuggle a private address past the check; the socket then connects to a checked one."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    allowed = [a for a in addresses if address_allowed(a, scheme=scheme)]
+    if len(allowed) != len(addresses):
+        logger.warning("outbound connection refused by address policy host=%s", host)
+        return []
+    return allowed
+
+
+class _GuardedConnectionMixin:
+    """Connects only to addresses the policy allows, resolving the name itself (DNS rebinding between
+    a check and the connection cannot happen: the checked address is the one connected to)."""
+
+    guard_scheme = "https"
+
+    def _new_conn(self) -> socket.socket:
+        from urllib3.exceptions import NewConnectionError
+        from urllib3.util import connection as u3connection
+
+        try:
+            addresses = _resolve_allowed(self._dns_host, self.port, scheme=self.guard_scheme)  # type: ignore[attr-defined]
+        except OSError as exc:
+            raise NewConnectionError(self, f"name resolution failed: {exc.__class__.__name__}") from exc  # type: ignore[arg-type]
+        if not addresses:
+            raise NewConnectionError(self, "the address is not allowed")  # type: ignore[arg-type]
+        last: OSError | None = None
+        for address in addresses:
+            try:
+                return u3connection.create_connection(
+                    (address, self.port), self.timeout,  # type: ignore[attr-defined]
+                    source_address=self.source_address, socket_options=self.socket_options,  # type: ignore[attr-defined]
+                )
+            except OSError as exc:
+                last = exc
+        raise NewConnectionError(self, f"connection failed: {last.__class__.__name__}")  # type: ignore[arg-type]
+
+
+def _guarded_adapter() -> requests.adapters.HTTPAdapter:
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
+        guard_scheme = "http"
+
+    class GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
+        guard_scheme = "https"
+
+    class GuardedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = GuardedHTTPConnection
+
+    class GuardedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = GuardedHTTPSConnection
+
+    class GuardedAdapter(requests.adapters.HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": GuardedHTTPPool, "https": GuardedHTTPSPool}
+
+    return GuardedAdapter()
+
+
 class TimeoutSession(requests.Session):
-    """A session that never waits forever and never follows redirects (a redirect could carry a token away)."""
+    """A session that never waits forever, never follows redirects (a redirect could carry a token
+    away) and only reaches addresses the outbound policy allows (outbound_url_problem, address_allowed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trust_env = False  # no proxy or .netrc credentials from the environment
+        adapter = _guarded_adapter()
+        self.mount("https://", adapter)
+        self.mount("http://", adapter)
 
     def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        problem = outbound_url_problem(str(url))
+        if problem:
+            logger.warning("outbound request refused (%s) host=%s", problem, urlsplit(str(url)).hostname or "")
+            raise requests.exceptions.InvalidURL("the address is not allowed")
         kwargs.setdefault("timeout", http_timeout())
         kwargs["allow_redirects"] = False
         return super().request(method, url, *args, **kwargs)
@@ -245,18 +378,17 @@ def fhir_client_call(call: Callable[[], Any], *, what: str) -> Any:
         raise EhrUnavailable(f"The EHR did not answer in time ({what}).", extra={"reason": "timeout"}) from exc
     except requests.ConnectionError as exc:
         raise EhrUnavailable(f"The EHR could not be reached ({what}).", extra={"reason": "connection"}) from exc
-    except FHIRUnauthorizedException as exc:
-        raise LaunchRefused(f"The EHR refused the {what}.", code="invalid_client") from exc
-    except requests.HTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else 0
+    except (FHIRUnauthorizedException, FHIRPermissionDeniedException, FHIRNotFoundException, requests.HTTPError) as exc:
+        response = getattr(exc, "response", None)
+        status = response.status_code if response is not None else 0
         if status >= 500:
             raise EhrUnavailable(f"The EHR answered {status} ({what}).", extra={"status": status}) from exc
-        error = ""
-        try:
-            error = str(exc.response.json().get("error") or "") if exc.response is not None else ""
-        except ValueError:
-            pass
-        raise LaunchRefused(f"The EHR refused the {what}.", code=oauth_error_code(error) or "invalid_grant") from exc
+        # The OAuth error code as the EHR sent it (RFC 6749 5.2), whatever the status: a 401 with
+        # invalid_grant is a spent refresh token, not an unknown client.
+        sent = _oauth_error_of(response)
+        fallback = "invalid_client" if status == 401 else "invalid_grant"
+        raise LaunchRefused(f"The EHR refused the {what}.", code=oauth_error_code(sent) or fallback,
+                            ) from exc
     except (LaunchRefused, EhrUnavailable):
         raise
     except Exception as exc:  # noqa: BLE001 - fhirclient's own errors are bare Exceptions
@@ -270,6 +402,23 @@ OAUTH_ERRORS = {
 }
 
 
+_ERROR_CODE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+
+
 def oauth_error_code(value: str | None) -> str:
-    """Only the standard OAuth error codes are kept: the parameter is attacker-controlled text."""
-    return value if value in OAUTH_ERRORS else ("unknown_error" if value else "")
+    """The OAuth error code as sent, when it is one: the standard codes, or an extension code of
+    the same shape (lower-case letters, digits, underscores; RFC 6749 allows such). Anything else is
+    attacker-controlled text and is recorded as `unknown_error`."""
+    if not value:
+        return ""
+    return value if value in OAUTH_ERRORS or _ERROR_CODE.match(value) else "unknown_error"
+
+
+def _oauth_error_of(response: requests.Response | None) -> str:
+    if response is None:
+        return ""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    return str(body.get("error") or "") if isinstance(body, dict) else ""

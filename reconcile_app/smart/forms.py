@@ -1,12 +1,39 @@
 """Forms of the SMART pages: every GET parameter and every admin field is validated here."""
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from django import forms
+from django.conf import settings
 
+from . import client
 from .models import EhrRegistration
+
+ISS_REFUSED = ("Enter the EHR's FHIR base URL: https, a public host name or address (or a network an administrator "
+               "allowed in SMART_ALLOWED_NETWORKS), and no user name or password in it.")
+
+_HOST = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$")
+
+
+def exact_origin(value: str) -> str:
+    """The normalised origin (scheme://host[:port]) when `value` is exactly one, else ''. https only;
+    http only for a loopback host in development settings (SMART_ALLOW_HTTP_LOOPBACK)."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return ""
+    scheme = parts.scheme.lower()
+    host = (parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc).lower()
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc or not _HOST.match(host):
+        return ""
+    loopback = host in ("localhost", "127.0.0.1", "[::1]")
+    if scheme != "https" and not (scheme == "http" and loopback and getattr(settings, "SMART_ALLOW_HTTP_LOOPBACK", False)):
+        return ""
+    return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 class LaunchForm(forms.Form):
@@ -51,7 +78,11 @@ class RegistrationForm(forms.ModelForm):
         self._stored_key = self.instance.private_key_pem if self.instance.pk else ""
 
     def clean_iss(self) -> str:
-        return self.cleaned_data["iss"].strip().rstrip("/")
+        iss = self.cleaned_data["iss"].strip().rstrip("/")
+        if client.outbound_url_problem(iss):
+            # One message whatever the reason: the form must not help map the network.
+            raise forms.ValidationError(ISS_REFUSED)
+        return iss
 
     def clean_private_key_pem(self) -> str:
         pem = (self.cleaned_data.get("private_key_pem") or "").strip()
@@ -64,10 +95,13 @@ class RegistrationForm(forms.ModelForm):
 
     def clean_frame_ancestors(self) -> str:
         origins = self.cleaned_data.get("frame_ancestors", "").split()
-        bad = [o for o in origins if not o.startswith(("https://", "http://")) or any(c in o for c in ";,'\"")]
-        if bad:
-            raise forms.ValidationError("Each frame ancestor must be an http(s) origin, separated by spaces.")
-        return " ".join(origins)
+        exact = [exact_origin(o) for o in origins]
+        if not all(exact):
+            raise forms.ValidationError(
+                "Each frame ancestor must be an exact origin such as https://ehr.example.org (https, a host, an "
+                "optional port; no wildcard, path or credentials), separated by spaces."
+            )
+        return " ".join(dict.fromkeys(o for o in exact if o))
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

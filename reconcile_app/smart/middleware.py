@@ -90,3 +90,76 @@ class PartitionedCookiesMiddleware:
             framed["secure"] = True
             dict.__setitem__(response.cookies, name, framed)
         return response
+
+
+SESSION_LAUNCH_KEY = "smart_launch_id"
+SESSION_PATIENT_KEY = "smart_patient_pk"
+
+
+class LaunchBoundAccessMiddleware:
+    """A clinician's access to a patient lasts as long as the SMART launch that granted it: when the
+    launch has ended (expired, superseded by a launch for another patient, logged out at the EHR,
+    refresh refused) the launch is dropped from the session; a clinician-only account is signed
+    out and sees "your EHR session has ended" (401). Nurses and admins keep their own access and
+    only lose the launched-patient context. SMART, sandbox, API and sign-in paths stay reachable so
+    a new launch can start from the same browser."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        session = getattr(request, "session", None)
+        user = getattr(request, "user", None)
+        if session is None or user is None or not user.is_authenticated:
+            return self.get_response(request)
+        # The patient of a session is only ever set from its live launch (fhir's launch_open), so the
+        # launch id in the session is what access hangs on.
+        if SESSION_LAUNCH_KEY not in session:
+            return self.get_response(request)
+        from reconcile_app.core.exceptions import RetryableError
+
+        from .selectors import launch_for_session
+        from .services import launch_access_check
+
+        launch = launch_for_session(launch_id=session.get(SESSION_LAUNCH_KEY), user=user)
+        try:
+            reason = launch_access_check(launch=launch)
+        except RetryableError:
+            if self._exempt(request):
+                return self.get_response(request)
+            from .views import launch_error_page
+
+            return launch_error_page(request, code="ehr_unavailable", status=503)
+        if not reason:
+            return self.get_response(request)
+        return self._ended(request, launch_id=launch.pk if launch else None, reason=reason)
+
+    def _ended(self, request: HttpRequest, *, launch_id: int | None, reason: str) -> HttpResponse:
+        from django.contrib.auth import logout
+
+        from reconcile_app.audit.services import audit_record
+        from reconcile_app.core.roles import Role, user_roles
+
+        staff = bool(user_roles(request.user) & {Role.NURSE, Role.ADMIN})
+        audit_record(request=request, action="smart.launch.ended", object_type="SmartLaunch", object_id=launch_id or "",
+                     details={"reason": reason[:60], "signed_out": not staff})
+        if staff:
+            request.session.pop(SESSION_LAUNCH_KEY, None)
+            request.session.pop(SESSION_PATIENT_KEY, None)
+        else:
+            logout(request)
+        if staff or self._exempt(request):
+            return self.get_response(request)
+        from .views import launch_error_page
+
+        return launch_error_page(request, code="expired", status=401)
+
+    @staticmethod
+    def _exempt(request: HttpRequest) -> bool:
+        from django.urls import Resolver404, resolve
+
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return True
+        return match.namespace in ("smart", "sandbox", "api", "cds") or match.view_name in ("core:login", "core:healthz", "core:logout")

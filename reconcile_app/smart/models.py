@@ -79,6 +79,9 @@ class SmartLaunch(TimeStampedModel):
     client_state = TokenStateField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=60, blank=True)
+    # The id_token's subject and OpenID session id: an EHR's back-channel logout names one of them.
+    id_token_sub = models.CharField(max_length=255, blank=True)
+    id_token_sid = models.CharField(max_length=255, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["registration", "status"], name="smart_launch_status_idx")]

@@ -7,9 +7,12 @@ from .models import EhrRegistration, SmartLaunch
 
 
 def registration_frame_ancestors() -> list[str]:
+    """Exact origins only: a value saved before origins were checked (`https://*`, a path) is dropped."""
+    from .forms import exact_origin
+
     try:
         values = EhrRegistration.objects.filter(active=True).values_list("frame_ancestors", flat=True)
-        origins = sorted({o for v in values for o in v.split() if o.startswith(("https://", "http://"))})
+        origins = sorted({exact_origin(o) for v in values for o in v.split()} - {""})
     except DatabaseError:  # before migrations, during health failures: fall back to self only
         return []
     return origins

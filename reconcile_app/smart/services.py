@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import jwt
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.base import SessionBase
 from django.db import connection, transaction
@@ -168,6 +169,13 @@ def _issuer_allowed(claim: str, registration: EhrRegistration, discovery: dict) 
 
 def id_token_validate(*, id_token: str, registration: EhrRegistration) -> dict:
     """Verify the id_token's signature against the EHR's JWKS, its audience (our client id) and issuer."""
+    return _ehr_jwt_validate(token=id_token, registration=registration, require=["exp", "iat", "iss", "aud", "sub"])
+
+
+def _ehr_jwt_validate(*, token: str, registration: EhrRegistration, require: list[str]) -> dict:
+    """A JWT signed by the registered EHR (id_token, logout token): signature by the EHR's JWKS,
+    audience our client id, issuer the EHR."""
+    id_token = token
     discovery = registration.discovery or {}
     try:
         header = jwt.get_unverified_header(id_token)
@@ -190,7 +198,7 @@ def id_token_validate(*, id_token: str, registration: EhrRegistration) -> dict:
         try:
             return jwt.decode(
                 id_token, key.key, algorithms=[header["alg"]], audience=registration.client_id, issuer=issuer,
-                options={"require": ["exp", "iat", "iss", "aud", "sub"]}, leeway=60,
+                options={"require": require}, leeway=60,
             )
         except jwt.InvalidSignatureError:
             continue
@@ -329,8 +337,95 @@ def _launch_finish(*, launch: SmartLaunch, state: str, code: str, error: str) ->
     launch.scopes_granted = str(context.get("scope") or "")[:800]
     launch.client_state = _state_without_secrets_of_context(fhir.state)
     launch.expires_at = _expires_at(fhir)
+    launch.id_token_sub = str(claims.get("sub") or "")[:255]
+    launch.id_token_sid = str(claims.get("sid") or "")[:255]
     launch.save()
+    launches_supersede(launch=launch)
     return launch
+
+
+# --- the end of a launch: clinician access lasts as long as the launch ---------------------
+
+
+def launch_end(*, launch_id: int, reason: str) -> bool:
+    """End a live user launch: EXPIRED with the reason, tokens dropped. True when it was live."""
+    return bool(SmartLaunch.objects.filter(pk=launch_id, status=SmartLaunch.Status.ACTIVE).update(
+        status=SmartLaunch.Status.EXPIRED, error_code=reason[:60], client_state=None, updated_at=timezone.now()
+    ))
+
+
+def launches_supersede(*, launch: SmartLaunch) -> int:
+    """A new launch for another patient ends the user's launches of other patients: the EHR's
+    context moved on, and so does the clinician's access (in every browser session)."""
+    if launch.user_id is None or not launch.patient_fhir_id:
+        return 0
+    return (
+        SmartLaunch.objects.filter(user_id=launch.user_id, status=SmartLaunch.Status.ACTIVE)
+        .exclude(kind=SmartLaunch.Kind.BACKEND)
+        .exclude(pk=launch.pk)
+        .exclude(registration_id=launch.registration_id, patient_fhir_id=launch.patient_fhir_id)
+        .update(status=SmartLaunch.Status.EXPIRED, error_code="superseded", client_state=None, updated_at=timezone.now())
+    )
+
+
+def launch_max_age() -> timedelta:
+    return timedelta(seconds=int(getattr(settings, "SMART_LAUNCH_MAX_SECONDS", 8 * 3600)))
+
+
+def launch_access_check(*, launch: SmartLaunch | None) -> str:
+    """Why the launch no longer grants access ('' while it does): not active (expired, superseded,
+    logged out at the EHR, revoked), older than SMART_LAUNCH_MAX_SECONDS, or its access token has
+    expired and the EHR refuses a refresh (an EHR ends `online_access` refresh tokens at logout).
+    EhrUnavailable passes through: an EHR that does not answer has not said the launch ended."""
+    if launch is None:
+        return "no_launch"
+    if launch.status != SmartLaunch.Status.ACTIVE:
+        return launch.error_code or launch.status
+    if launch.created_at and launch.created_at + launch_max_age() <= timezone.now():
+        launch_end(launch_id=launch.pk, reason="max_age")
+        return "max_age"
+    if launch.expires_at and launch.expires_at <= timezone.now():
+        try:
+            launch_token_refresh(launch_id=launch.pk)
+        except LaunchExpired as exc:
+            return str(exc.extra.get("reason") or "expired")
+    return ""
+
+
+@transaction.atomic
+def launches_expire_abandoned() -> int:
+    """Pending launches never completed (the user left at the EHR's sign-in) lose their encrypted
+    PKCE state after SMART_PENDING_LAUNCH_SECONDS; run by beat."""
+    cutoff = timezone.now() - timedelta(seconds=int(getattr(settings, "SMART_PENDING_LAUNCH_SECONDS", 900)))
+    return SmartLaunch.objects.filter(status=SmartLaunch.Status.PENDING, created_at__lt=cutoff).update(
+        status=SmartLaunch.Status.EXPIRED, error_code="abandoned", client_state=None, state_hash=None, updated_at=timezone.now()
+    )
+
+
+BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
+
+
+def backchannel_logout(*, logout_token: str) -> int:
+    """OpenID Connect Back-Channel Logout: the EHR says a user's session there ended; every launch of
+    that user (by `sid`, else by `sub`) from that EHR ends. Returns how many launches ended."""
+    try:
+        issuer = str(jwt.decode(logout_token, options={"verify_signature": False}).get("iss") or "")
+    except jwt.PyJWTError as exc:
+        raise LaunchRefused("The logout token is malformed.", code="logout_token_invalid") from exc
+    registration = next((r for r in EhrRegistration.objects.filter(active=True)
+                         if _issuer_allowed(issuer, r, r.discovery or {})), None) if issuer else None
+    if registration is None:
+        raise LaunchRefused("The logout token comes from no registered EHR.", code="logout_token_invalid")
+    claims = _ehr_jwt_validate(token=logout_token, registration=registration, require=["iat", "iss", "aud", "events"])
+    events = claims.get("events")
+    if not isinstance(events, dict) or BACKCHANNEL_EVENT not in events or "nonce" in claims:
+        raise LaunchRefused("Not a back-channel logout token.", code="logout_token_invalid")
+    sid, sub = str(claims.get("sid") or ""), str(claims.get("sub") or "")
+    if not sid and not sub:
+        raise LaunchRefused("The logout token names no session or subject.", code="logout_token_invalid")
+    launches = SmartLaunch.objects.filter(registration=registration, status=SmartLaunch.Status.ACTIVE).exclude(kind=SmartLaunch.Kind.BACKEND)
+    launches = launches.filter(id_token_sid=sid) if sid else launches.filter(id_token_sub=sub)
+    return launches.update(status=SmartLaunch.Status.EXPIRED, error_code="ehr_logout", client_state=None, updated_at=timezone.now())
 
 
 # --- tokens in use -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ urlpatterns = [
     path("callback", views.callback, name="callback"),
     path("launch-again/", views.launch_again, name="launch_again"),
     path("jwks", views.jwks, name="jwks"),
+    path("backchannel-logout", views.backchannel_logout, name="backchannel_logout"),
     path("registrations/", views.registration_list_view, name="registration_list"),
     path("registrations/new/", views.registration_edit, name="registration_create"),
     path("registrations/<int:pk>/", views.registration_edit, name="registration_edit"),

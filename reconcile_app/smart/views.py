@@ -12,6 +12,7 @@ from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from reconcile_app.audit.services import audit_record
@@ -54,6 +55,7 @@ ERROR_TEXTS = {
     "ehr_protocol": ("The EHR sent an unexpected answer", "The EHR answered in a way reconcile cannot use. An administrator can check the registration."),
     "expired": ("Your EHR session has ended", "The EHR session behind this page has expired. Open reconcile from the EHR again to continue."),
 }
+DISCOVERY_FAILED = "Discovery failed: no SMART configuration could be read from that address."
 DEFAULT_ERROR = ("The launch failed", "reconcile could not complete the launch. Open it from the EHR again.")
 
 
@@ -158,6 +160,26 @@ def launch_again(request: HttpRequest) -> HttpResponse:
     return launch_error_page(request, code="expired", status=401)
 
 
+@csrf_exempt  # server-to-server from the EHR, authenticated by the signed logout token
+@require_POST
+def backchannel_logout(request: HttpRequest) -> JsonResponse:
+    """OpenID Connect Back-Channel Logout: the EHR posts a signed `logout_token` when a user signs out
+    there; that user's launches end, and with them every browser session's access (middleware)."""
+    token = request.POST.get("logout_token", "")
+    try:
+        ended = services.backchannel_logout(logout_token=token) if token else None
+    except ReconcileError as exc:
+        ended = None
+        audit_record(request=request, action="smart.backchannel_logout", outcome="denied", details={"code": _error_code(exc)})
+    if ended is None:
+        response = JsonResponse({"error": "invalid_request"}, status=400)
+    else:
+        audit_record(request=request, action="smart.backchannel_logout", object_type="SmartLaunch", details={"ended": ended})
+        response = JsonResponse({}, status=200)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 @require_GET
 def jwks(request: HttpRequest) -> JsonResponse:
     """Our public keys, for EHRs that fetch them from a JWKS URL instead of a registered JWK."""
@@ -216,7 +238,9 @@ def registration_discover(request: HttpRequest, pk: int) -> HttpResponse:
     except ReconcileError as exc:
         audit_record(request=request, action="smart.registration.discover", outcome="error",
                      object_type="EhrRegistration", object_id=pk, details={"code": _error_code(exc)})
-        messages.error(request, f"Discovery failed: {exc.message}")
+        # One message for every cause (refused address, no answer, not a SMART server): different
+        # messages would let the form probe which hosts and ports exist behind it.
+        messages.error(request, DISCOVERY_FAILED)
     else:
         audit_record(request=request, action="smart.registration.discover", object_type="EhrRegistration",
                      object_id=pk, details={"source": config.get("source", "")})

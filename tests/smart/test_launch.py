@@ -172,7 +172,10 @@ def test_untrusted_client_errors_stop_at_the_ehr(browser, live_server, sandbox_e
     assert AuditEvent.objects.filter(action="smart.launch", object_id=str(launch.pk)).exists()
 
 
-def test_expired_refresh_token_shows_launch_again(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+def test_when_the_ehr_refuses_the_refresh_the_clinicians_access_ends_with_the_launch(browser, live_server, sandbox_ehr) -> None:  # type: ignore[no-untyped-def]
+    """Issue 12: the access token expired and the EHR refuses the refresh, so the launch has ended:
+    the next page of the record is the launch-again page (401), not the record, and the clinician
+    is signed out; the tokens are gone and the end is audited with the EHR's own error code."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -181,17 +184,18 @@ def test_expired_refresh_token_shows_launch_again(browser, live_server, sandbox_
     assert response.status_code == 200
     launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
     record_url = f"{live_server.url}/patients/{Patient.objects.get(fhir_id=PATIENT).pk}/"
+    assert "Penicillin" in browser.get(record_url, timeout=30).text
     SmartLaunch.objects.filter(pk=launch.pk).update(expires_at=timezone.now() - timedelta(seconds=5))
     page = browser.get(record_url, timeout=30)
-    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    refreshed = browser.post(record_url + "refresh/", data={"csrfmiddlewaretoken": csrf}, headers={"Referer": record_url}, timeout=60)
+    assert page.status_code == 401 and 'data-launch-error="expired"' in page.text
+    assert "Penicillin" not in page.text
     launch.refresh_from_db()
     assert launch.status == SmartLaunch.Status.EXPIRED and launch.client_state is None
-    after = browser.get(record_url, timeout=30)
-    assert "data-launch-expired" in after.text  # the last good copy stays, with a clear way back
-    assert "Penicillin" in after.text
-    assert refreshed.status_code == 200
-    assert AuditEvent.objects.filter(action="record.pull", outcome="error").exists()
+    assert launch.error_code == "invalid_grant"  # as the sandbox EHR sent it
+    ended = AuditEvent.objects.get(action="smart.launch.ended")
+    assert ended.details == {"reason": "invalid_grant", "signed_out": True}
+    again = browser.get(record_url, timeout=30, allow_redirects=False)
+    assert again.status_code == 302 and "/login/" in again.headers["Location"]  # signed out
 
 
 def test_a_clinician_without_a_name_claim_is_named_from_the_fhir_user_resource(browser, live_server, sandbox_ehr, monkeypatch) -> None:  # type: ignore[no-untyped-def]

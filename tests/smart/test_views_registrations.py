@@ -48,7 +48,7 @@ def test_confidential_without_key_and_bad_frame_ancestors_are_rejected(admin_cli
     text = response.content.decode()
     assert response.status_code == 200 and not EhrRegistration.objects.exists()
     assert "A confidential client needs a private key." in text
-    assert "http(s) origin" in text
+    assert "must be an exact origin" in text
 
 
 @responses.activate
