@@ -1,0 +1,180 @@
+"""Writes one brief file per author: persona + clinical brief + the phenomena each patient must cover."""
+import random
+from pathlib import Path
+
+CLINICAL = [
+ # (specialty, age, sex, picture)
+ ("cardiology", "71", "m", "atrial fibrillation on warfarin (INR monitored), hypertension, benign prostatic hyperplasia, osteoarthritis of the knee"),
+ ("cardiology", "64", "f", "heart failure with reduced ejection fraction (sacubitril-valsartan, carvedilol, spironolactone, furosemide, dapagliflozin), type 2 diabetes, daily weights in the care plan"),
+ ("cardiology", "58", "m", "coronary artery disease with two drug-eluting stents last year on aspirin + ticagrelor, atorvastatin 80, metoprolol; smoker trying to quit"),
+ ("cardiology", "77", "f", "atrial fibrillation on apixaban, CKD stage 3a, hypothyroidism, osteoporosis, history of falls"),
+ ("cardiology", "52", "m", "resistant hypertension on amlodipine, chlorthalidone, lisinopril; obesity; obstructive sleep apnea with CPAP prescribed; gout"),
+ ("nephrology", "66", "m", "CKD stage 4 from diabetic nephropathy, type 2 diabetes on insulin glargine, hyperkalemia history, renal diet and fluid advice in the care plan, anemia of CKD"),
+ ("nephrology", "49", "f", "hemodialysis three times a week (end-stage kidney disease from lupus nephritis), phosphate binder, cinacalcet, fluid restriction, hydroxychloroquine"),
+ ("transplant", "57", "m", "kidney transplant 4 years ago on tacrolimus, mycophenolate, low-dose prednisone; hypertension; post-transplant diabetes"),
+ ("transplant", "44", "f", "liver transplant (autoimmune hepatitis) on tacrolimus and everolimus; osteopenia; no alcohol in the care plan"),
+ ("oncology", "62", "f", "breast cancer in remission on anastrozole after lumpectomy and radiation; osteoporosis on alendronate weekly; hot flashes; lymphedema sleeve prescribed"),
+ ("oncology", "68", "m", "colon cancer on oral capecitabine cycles (two weeks on, one off); neuropathy; warfarin for a past DVT was switched to enoxaparin injections"),
+ ("oncology", "55", "f", "chronic myeloid leukemia on imatinib; hypothyroidism; depression on escitalopram"),
+ ("HIV", "39", "m", "HIV on bictegravir/emtricitabine/tenofovir alafenamide, undetectable; anxiety; hyperlipidemia; past syphilis treated"),
+ ("HIV", "51", "f", "HIV on darunavir/cobicistat plus dolutegravir; hepatitis B co-infection; type 2 diabetes on metformin; statin"),
+ ("pregnancy", "31", "f", "pregnant, second trimester at start, gestational diabetes on diet then insulin, history of migraine, iron deficiency anemia, prenatal vitamins"),
+ ("pregnancy", "27", "f", "pregnant with hyperemesis early on (ondansetron), chronic hypertension switched to labetalol, low-dose aspirin from 12 weeks; asthma"),
+ ("postpartum", "34", "f", "six weeks postpartum after cesarean, postpartum depression on sertraline, breastfeeding, hypothyroidism on levothyroxine"),
+ ("psychiatry", "45", "m", "bipolar I disorder on lithium (levels monitored) and quetiapine; hypertension on lisinopril; hypothyroidism from lithium"),
+ ("psychiatry", "29", "f", "schizophrenia on clozapine (blood count monitoring), weight gain, prediabetes, smoker"),
+ ("psychiatry", "61", "m", "major depression on sertraline and trazodone, alcohol use disorder in early remission on naltrexone, hypertension"),
+ ("neurology", "38", "f", "epilepsy on lamotrigine and levetiracetam, on combined oral contraceptive, migraine"),
+ ("neurology", "72", "m", "Parkinson's disease on carbidopa-levodopa and rasagiline, orthostatic hypotension, constipation, falls"),
+ ("neurology", "43", "f", "relapsing multiple sclerosis on an injectable disease-modifying therapy (glatiramer), bladder symptoms on oxybutynin, depression"),
+ ("neurology/dementia", "81", "f", "mild Alzheimer dementia on donepezil; atrial fibrillation on apixaban; the adult daughter often speaks for her"),
+ ("GI/liver", "59", "m", "alcohol-related cirrhosis with varices on propranolol, spironolactone and furosemide, lactulose, alcohol use disorder in remission, low-sodium diet"),
+ ("GI", "33", "f", "Crohn's disease on adalimumab injections every two weeks and azathioprine; iron deficiency; vitamin D deficiency"),
+ ("GI", "47", "m", "ulcerative colitis on mesalamine, GERD on omeprazole, history of a GI bleed from NSAIDs"),
+ ("rheumatology", "56", "f", "rheumatoid arthritis on weekly methotrexate with folic acid, etanercept; hypertension; osteopenia"),
+ ("rheumatology", "63", "m", "gout on allopurinol and colchicine, CKD stage 3, hypertension on losartan, type 2 diabetes"),
+ ("rheumatology", "41", "f", "systemic lupus on hydroxychloroquine and low-dose prednisone, Raynaud's, history of a blood clot on warfarin"),
+ ("endocrinology", "24", "m", "type 1 diabetes on an insulin pump with a continuous glucose monitor, celiac disease (gluten-free diet in the plan), ADHD"),
+ ("endocrinology", "68", "f", "type 2 diabetes on metformin, glipizide and weekly semaglutide; hypertension; diabetic neuropathy; foot care plan"),
+ ("endocrinology", "50", "f", "hypothyroidism after thyroidectomy on levothyroxine, adrenal insufficiency on hydrocortisone (sick-day rules in the plan), osteoporosis"),
+ ("endocrinology", "36", "m", "type 2 diabetes with obesity on insulin degludec and empagliflozin, fatty liver, hyperlipidemia"),
+ ("lung", "69", "m", "COPD with home oxygen 2 L, tiotropium, budesonide-formoterol, albuterol rescue; ex-smoker; pulmonary rehab in the plan"),
+ ("lung", "19", "f", "moderate persistent asthma on fluticasone-salmeterol and albuterol, allergic rhinitis, peanut allergy with an epinephrine auto-injector"),
+ ("lung/sleep", "55", "m", "severe obstructive sleep apnea with CPAP, hypertension, atrial fibrillation on diltiazem and rivaroxaban, obesity"),
+ ("geriatrics", "84", "m", "polypharmacy: hypertension, type 2 diabetes, BPH on tamsulosin, insomnia, chronic pain, mild cognitive impairment, history of falls with a walker in the plan"),
+ ("geriatrics", "79", "f", "osteoporosis with a prior hip fracture, hypertension, overactive bladder, macular degeneration, lives alone, son helps with pills"),
+ ("adolescent", "16", "m", "type 1 diabetes on multiple daily injections, ADHD on methylphenidate, sports; a parent sometimes joins the chat"),
+ ("adolescent", "17", "f", "anorexia nervosa in recovery with weight checks in the plan, depression on fluoxetine, iron deficiency"),
+ ("cardiology", "66", "f", "mechanical aortic valve on warfarin (higher INR target), hypertension, hypothyroidism"),
+ ("cardiology", "73", "m", "heart failure with preserved EF, atrial fibrillation on dabigatran, CKD 3b, type 2 diabetes, fluid restriction 1.5 L in the plan"),
+ ("nephrology", "70", "f", "CKD stage 3b from hypertension, on losartan and spironolactone (potassium watched), gout, avoid NSAIDs in the plan"),
+ ("transplant", "35", "m", "heart transplant 2 years ago on tacrolimus, mycophenolate and prednisone, cytomegalovirus prophylaxis finished, hyperlipidemia on pravastatin"),
+ ("oncology", "74", "m", "prostate cancer on androgen deprivation (leuprolide injections) and abiraterone with prednisone, osteoporosis, hypertension"),
+ ("oncology", "48", "f", "ovarian cancer on maintenance olaparib, anemia, nausea, anxiety on lorazepam as needed"),
+ ("HIV", "58", "m", "HIV on a once-daily single-tablet regimen, coronary artery disease on clopidogrel and rosuvastatin, depression"),
+ ("psychiatry", "52", "f", "generalized anxiety and panic on venlafaxine, clonazepam as needed, chronic insomnia, migraine on sumatriptan"),
+ ("psychiatry", "23", "m", "ADHD on lisdexamfetamine, cannabis use, social anxiety, acne treated with isotretinoin last year"),
+ ("neurology", "67", "m", "prior ischemic stroke with mild left weakness on clopidogrel and atorvastatin, hypertension, dysphagia diet in the plan, uses a cane"),
+ ("neurology", "30", "f", "chronic migraine on topiramate and erenumab, depression, planning pregnancy"),
+ ("GI/liver", "54", "f", "primary biliary cholangitis on ursodiol, hypothyroidism, osteoporosis, pruritus on cholestyramine"),
+ ("GI", "76", "m", "diverticular disease with a past bleed, atrial fibrillation on apixaban, GERD, chronic constipation"),
+ ("rheumatology", "60", "f", "polymyalgia rheumatica on a prednisone taper, type 2 diabetes, glaucoma, osteoporosis on weekly alendronate"),
+ ("endocrinology", "62", "m", "type 2 diabetes on basal-bolus insulin with frequent lows, hypertension, CKD 3a, retinopathy, lives alone"),
+ ("endocrinology", "39", "f", "Graves' disease on methimazole, palpitations on propranolol, planning pregnancy"),
+ ("lung", "74", "f", "COPD and bronchiectasis with frequent exacerbations, azithromycin three times a week, osteoporosis, anxiety"),
+ ("lung", "46", "m", "pulmonary embolism 5 months ago on rivaroxaban, asthma, obesity; plan says no long flights without moving, compression stockings"),
+ ("geriatrics", "88", "f", "advanced age with heart failure, CKD, dementia in a family member's care; hearing loss; the granddaughter types some replies"),
+ ("geriatrics", "80", "m", "Parkinsonism and diabetes, lives with wife; wife manages his pill box and often answers for him"),
+ ("cardiology", "47", "f", "familial hypercholesterolemia on rosuvastatin and evolocumab injections, hypertension, prior TIA on aspirin"),
+ ("pregnancy", "38", "f", "pregnant after IVF, history of DVT on enoxaparin injections through pregnancy, hypothyroidism, advanced maternal age"),
+ ("nephrology", "58", "m", "peritoneal dialysis at home, diabetes, hypertension, phosphate binder with meals, strict fluid and potassium limits"),
+ ("HIV/hepatitis", "44", "m", "HIV on a two-drug regimen, hepatitis C cured last year, opioid use disorder on buprenorphine-naloxone, depression"),
+ ("rheumatology", "35", "m", "ankylosing spondylitis on a TNF inhibitor (adalimumab), uveitis history, uses naproxen as the plan allows, smoker"),
+]
+
+VOICES = [
+ "texting young adult: lowercase, slang, emoji, abbreviations (idk, rn, ngl), short bursts",
+ "older adult who tells long stories and wanders before getting to the point",
+ "low health literacy: names drugs by colour, size or purpose ('the little white one for my heart', 'the water pill'), unsure of names",
+ "non-native English speaker: simple grammar, some word-order slips, occasional word from their first language",
+ "voice-to-text errors: homophones, run-on sentences, misheard and misspelled drug names",
+ "terse: one-line answers, rarely volunteers anything unless asked",
+ "rambler who buries the important fact in the middle of a long turn about other things",
+ "a patient whose spouse or adult child speaks in some turns (the text says who is talking, e.g. 'this is her son typing')",
+ "jokes and understates ('no biggie', 'my body is a science experiment'), sarcastic about medicine",
+ "anxious and detailed: asks many questions, over-explains, apologises",
+ "busy professional: brisk, uses some medical words correctly and some wrongly",
+ "formal and polite, a little old-fashioned, uses brand names",
+]
+
+PHENOMENA = [
+ ("medication", "stopped a drug, said in everyday words, slang, a euphemism or a joke"),
+ ("medication", "pausing a drug for a while ('a break', 'holiday') without telling the prescriber"),
+ ("medication", "partial adherence: one of two daily doses, a few days a week, or only when symptoms bother them"),
+ ("medication", "taking a half dose or cutting pills, or stretching a supply"),
+ ("medication", "extra doses or doubling up"),
+ ("medication", "wrong schedule (e.g. a weekly drug taken daily, a morning drug at night with a reason that matters)"),
+ ("medication", "a dose or drug changed by an outside prescriber (specialist, urgent care, hospital elsewhere) that the record lacks"),
+ ("medication", "a new prescription from urgent care, an emergency room, a dentist or a telehealth visit that interacts or matters"),
+ ("medication", "an over-the-counter drug that matters with the record (NSAID with anticoagulant/antiplatelet/CKD/heart failure, decongestant with hypertension, antihistamine in the elderly, antacid binding a drug...)"),
+ ("medication", "a supplement or herbal that matters with the record (St John's wort, potassium, turmeric, ginkgo, red yeast rice, grapefruit juice, high-dose vitamin K greens...)"),
+ ("medication", "someone else's prescription taken (a relative's opioid, steroid, antibiotic, sleeping pill)"),
+ ("medication", "the drug named by its class or purpose in one sentence and by name or 'it' later, or split across a coach question and the answer"),
+ ("medication", "a misspelled or garbled brand name"),
+ ("condition", "a red-flag symptom in lay words that is dangerous given the record (bleeding on an anticoagulant, a head bump on a blood thinner, fever on immunosuppression, new confusion or hallucinations, a darkening foot sore in diabetes, fast weight gain and swelling in heart failure, chest pressure on exertion, fainting, thoughts of self-harm...)"),
+ ("condition", "a new diagnosis made elsewhere that the record lacks"),
+ ("condition", "a recorded active condition the patient says is gone or resolved"),
+ ("condition", "smoking, vaping or alcohol status changed (quit with gum or vaping, relapse in a disorder in remission)"),
+ ("condition", "a new symptom that is not acute but a clinician would want to know (side effect of a listed drug, weight loss without trying, new shortness of breath)"),
+ ("allergy", "a new reaction to a drug or food (rash, swelling, hives) not in the record"),
+ ("allergy", "a recorded allergy the patient says was never theirs (a relative's, a side effect mislabelled) or has been tolerated since"),
+ ("observation", "home blood pressure readings given as numbers that cross a threshold or trend"),
+ ("observation", "home glucose readings, lows or highs, as numbers"),
+ ("observation", "home weights in lb or kg, compared with earlier values (fast gain, or loss without trying)"),
+ ("observation", "another home reading (oxygen saturation, pulse, INR from a clinic elsewhere, peak flow, temperature) that matters"),
+ ("procedure", "a procedure done elsewhere described in lay words or slang (scope, 'balloon in my heart', 'laser on my eye'), with a year or place, possibly abroad"),
+ ("immunization", "a vaccine at a pharmacy or work clinic, named loosely, with a month, year or place"),
+ ("careplan", "a prescribed device not used (CPAP, cane/walker, compression stockings, brace, spacer, glucose sensor, oxygen)"),
+ ("careplan", "exertion, activity, travel or altitude the care plan forbids or limits"),
+ ("careplan", "a diet in the plan not kept, described only by the foods eaten (salt, potassium, fluids, carbs, gluten, vitamin K...)"),
+ ("careplan", "alcohol or another substance the plan says to avoid"),
+]
+
+TRAPS = [
+ "another person's health or drug, including 'my' before someone else's pill ('my husband's blood thinner')",
+ "a negation that sounds clinical ('no chest pain since', 'haven't had a single low')",
+ "a hypothetical or plan ('if it gets worse I'll stop it', 'thinking about asking for...')",
+ "a past event already in the record, mentioned again",
+ "a statement that agrees with the record (taking a listed drug as prescribed, a reading in range)",
+ "hearsay or media ('my neighbour says statins are poison', 'saw on TV that...')",
+ "the coach's own words mentioning a drug or condition, with a neutral patient reply",
+]
+
+AUTHORS = {
+    # round 1
+    "ava": 6, "ben": 6, "cal": 6, "dee": 6, "eli": 6, "fay": 6,
+    # round 2
+    "gus": 6, "hal": 6, "ivy": 6, "jon": 6, "kit": 6,
+}
+
+def main():
+    rng = random.Random(20261201)
+    clinical = CLINICAL[:]
+    rng.shuffle(clinical)
+    out = Path(__file__).parent
+    idx = 0
+    ph_cycle = []
+    for author, n in AUTHORS.items():
+        lines = [f"# Briefs for author '{author}'\n"]
+        for k in range(n):
+            spec, age, sex, picture = clinical[idx]
+            voice = VOICES[(idx * 5) % len(VOICES)]
+            pid = f"{author}{k+1:02d}"
+            idx += 1
+            # 8 phenomena, spread across categories: at least 4 medication, 1-2 condition, then others
+            if len(ph_cycle) < 8:
+                pool = PHENOMENA[:]
+                rng.shuffle(pool)
+                ph_cycle += pool
+            meds = [p for p in ph_cycle if p[0] == "medication"][:4]
+            conds = [p for p in ph_cycle if p[0] == "condition"][:2]
+            others = [p for p in ph_cycle if p[0] not in ("medication", "condition")][:2]
+            chosen = meds + conds + others
+            for p in chosen:
+                ph_cycle.remove(p)
+            traps = rng.sample(TRAPS, 5)
+            lines.append(f"## Patient {pid}\n")
+            lines.append(f"- Specialty: {spec}. Age {age}, sex {sex}.")
+            lines.append(f"- Clinical picture (the record must hold it): {picture}.")
+            lines.append(f"- Voice: {voice}.")
+            lines.append("- The 8 scenarios (pick drugs/conditions that fit this record; vary the wording; about 1 in 3 safety-critical where it is clinically honest):")
+            for cat, text in chosen:
+                lines.append(f"  - [{cat}] {text}")
+            lines.append("- The 5 traps:")
+            for t in traps:
+                lines.append(f"  - {t}")
+            lines.append("")
+        (out / f"{author}.md").write_text("\n".join(lines))
+    print("clinical briefs used:", idx, "of", len(CLINICAL))
+
+main()
