@@ -7,13 +7,23 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from .models import CoachingPlatform, PatientPipeline, Session, Upload
+from .models import CoachingPlatform, PatientPipeline, PlatformEnrolment, Session, Upload
 from .services import platform_revoke
+
+
+class PlatformEnrolmentInline(admin.TabularInline):
+    """What the platform may file transcripts for: patients, or organisations by identifier system."""
+
+    model = PlatformEnrolment
+    extra = 0
+    raw_id_fields = ("patient",)
+    fields = ("patient", "organization_system")
 
 
 @admin.register(CoachingPlatform)
 class CoachingPlatformAdmin(admin.ModelAdmin):
     list_display = ("name", "token_prefix", "active", "revoked_at", "created_at")
+    inlines = [PlatformEnrolmentInline]
     readonly_fields = ("token_hash", "token_prefix", "revoked_at", "created_at", "updated_at")
     actions = ["revoke"]
 

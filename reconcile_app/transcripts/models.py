@@ -21,6 +21,34 @@ class CoachingPlatform(TimeStampedModel):
         return self.name
 
 
+class PlatformEnrolment(TimeStampedModel):
+    """What a coaching platform may file transcripts for: one patient, or every patient of an
+    organisation, named by the identifier system of its patient numbers (a patient is in scope when
+    one of its identifiers is in that system). A platform with no enrolment can file for nobody."""
+
+    platform = models.ForeignKey(CoachingPlatform, on_delete=models.CASCADE, related_name="enrolments")
+    patient = models.ForeignKey("fhir.Patient", null=True, blank=True, on_delete=models.CASCADE, related_name="platform_enrolments")
+    organization_system = models.CharField(
+        max_length=200, blank=True,
+        help_text="Identifier system of an organisation's patient numbers (e.g. its MRN namespace URI).",
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(patient__isnull=False) & models.Q(organization_system=""))
+                | (models.Q(patient__isnull=True) & ~models.Q(organization_system="")),
+                name="enrolment_patient_xor_organization",
+            ),
+            models.UniqueConstraint(fields=["platform", "patient"], condition=models.Q(patient__isnull=False), name="enrolment_unique_patient"),
+            models.UniqueConstraint(fields=["platform", "organization_system"], condition=~models.Q(organization_system=""),
+                                    name="enrolment_unique_organization"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Enrolment #{self.pk} of platform #{self.platform_id}"
+
+
 class Upload(TimeStampedModel):
     class Source(models.TextChoices):
         UI = "ui", "Upload page"
@@ -34,6 +62,8 @@ class Upload(TimeStampedModel):
         HELD = "held", "Waiting for patient mapping"
         IMPORTED = "imported", "Imported"
         WITHDRAWN = "withdrawn", "Consent withdrawn"
+        # The import broke off (an internal error, or the process died): kept, with the reason.
+        FAILED = "failed", "Import failed"
 
     patient = models.ForeignKey("fhir.Patient", null=True, blank=True, on_delete=models.PROTECT, related_name="uploads")
     patient_ref = models.CharField(max_length=200, blank=True, help_text="Patient reference or identifier named by the file.")
@@ -67,6 +97,9 @@ class Session(models.Model):
 
     patient = models.ForeignKey("fhir.Patient", on_delete=models.CASCADE, related_name="sessions")
     upload = models.ForeignKey(Upload, on_delete=models.PROTECT, related_name="sessions")
+    # Session ids are the sender's: each coaching platform has its own ("platform:<pk>"), uploads by
+    # people and the CLI share "". So a platform never collides with, or learns of, another's sessions.
+    namespace = models.CharField(max_length=40, blank=True, default="")
     external_id = models.CharField(max_length=100)
     started_at = models.DateTimeField()
     content_sha256 = models.CharField(max_length=64)
@@ -76,7 +109,7 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["started_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["patient", "external_id"], name="session_unique_per_patient")]
+        constraints = [models.UniqueConstraint(fields=["patient", "namespace", "external_id"], name="session_unique_per_sender")]
         indexes = [models.Index(fields=["patient", "pipeline_status", "started_at"], name="session_pipeline_idx")]
 
     def __str__(self) -> str:
@@ -96,6 +129,9 @@ class Turn(models.Model):
     speaker_label = models.CharField(max_length=60, blank=True, help_text="As written in the file (e.g. 'daughter').")
     at = models.DateTimeField()
     text = models.TextField()
+    # How many times the speaker said this exact statement in the session: repeats are collapsed
+    # into the first (the raw upload keeps every one), so a repeated sentence is extracted once.
+    repeats = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["session", "seq"]

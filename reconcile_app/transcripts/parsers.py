@@ -101,15 +101,29 @@ def speaker_normalize(value: str) -> tuple[str, str]:
     return "other", value.strip()
 
 
+def lone_surrogate(value: str) -> int | None:
+    """Index of the first lone surrogate (a code point UTF-8 cannot encode, which JSON's \\uD800
+    escapes produce), or None. No database column can store one."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def surrogate_error(value: str, where: str) -> str | None:
+    """The precise error for a text with a lone surrogate, or None."""
+    index = lone_surrogate(value)
+    if index is None:
+        return None
+    return f"{where}: invalid Unicode at character {index + 1} (lone surrogate U+{ord(value[index]):04X}); export the file as UTF-8"
+
+
 def _check_text(value: str, where: str, errors: _Errors) -> None:
     if not value.strip():
         errors.add(f"{where}: text is empty")
     if "\x00" in value:
         errors.add(f"{where}: text contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        errors.add(f"{where}: text contains an invalid Unicode code point (lone surrogate)")
 
 
 def _check_id(value: Any, what: str, where: str, errors: _Errors) -> str:
@@ -190,6 +204,28 @@ def _validate_order(sessions: list[ParsedSession], errors: _Errors, lines: dict[
 # --- JSON -------------------------------------------------------------------------------------
 
 
+def _surrogates(node: Any, path: str, errors: _Errors) -> None:
+    """Every string of the document, keys included, checked for lone surrogates (JSON's `\\ud800`
+    escapes decode to them; CSV and text are decoded from UTF-8 and cannot hold one). Named by path."""
+    stack: list[tuple[Any, str]] = [(node, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            problem = surrogate_error(item, where or "document")
+            if problem:
+                errors.add(problem)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                here = f"{where}.{key}" if where else str(key)
+                problem = surrogate_error(key, f"{where or 'document'}: a key")
+                if problem:
+                    errors.add(problem)
+                    here = f"{where}.<invalid key>" if where else "<invalid key>"
+                stack.append((value, here))
+        elif isinstance(item, list):
+            stack.extend((value, f"{where}[{i}]") for i, value in reversed(list(enumerate(item))))
+
+
 def parse_json(text: str) -> ParsedTranscript:
     try:
         doc = json.loads(text)
@@ -198,6 +234,8 @@ def parse_json(text: str) -> ParsedTranscript:
     except (RecursionError, ValueError) as exc:  # absurd nesting, over-long integers
         raise ValidationFailed("not valid JSON", errors=[f"document cannot be read: {exc.__class__.__name__}"]) from None
     errors = _Errors()
+    _surrogates(doc, "", errors)
+    errors.raise_if_any("the transcript contains invalid Unicode")
     if not isinstance(doc, dict):
         raise ValidationFailed("not a transcript", errors=["the document must be a JSON object"])
     if doc.get("format") != FORMAT_JSON:
@@ -522,17 +560,67 @@ def detect_format(text: str, filename: str = "") -> str:
     return FORMAT_TEXT
 
 
-def parse_transcript(raw: bytes, *, filename: str = "", max_bytes: int, default_tz: tzinfo = timezone.utc) -> ParsedTranscript:
+def check_limits(parsed: ParsedTranscript, *, max_sessions: int | None, max_turns: int | None) -> None:
+    """At most `max_sessions` sessions per upload and `max_turns` turns per session (settings)."""
+    errors = _Errors()
+    if max_sessions is not None and len(parsed.sessions) > max_sessions:
+        errors.add(f"the file has {len(parsed.sessions)} sessions; the limit is {max_sessions} per upload (split the export)")
+    if max_turns is not None:
+        for session in parsed.sessions:
+            if len(session.turns) > max_turns:
+                errors.add(f"session {session.id}: {len(session.turns)} turns; the limit is {max_turns} per session")
+    errors.raise_if_any("the transcript is over the limits")
+
+
+def parse_transcript(raw: bytes, *, filename: str = "", max_bytes: int, default_tz: tzinfo = timezone.utc,
+                     max_sessions: int | None = None, max_turns: int | None = None) -> ParsedTranscript:
     """Parse any of the three formats; a ValidationFailed names the format it was read as
     (`extra["format"]`, empty when the bytes could not be read as text at all)."""
     text = decode_upload(raw, max_bytes=max_bytes)
     fmt = detect_format(text, filename)
     try:
         if fmt == FORMAT_JSON:
-            return parse_json(text)
-        if fmt == FORMAT_CSV:
-            return parse_csv(text)
-        return parse_text(text, default_tz=default_tz)
+            parsed = parse_json(text)
+        elif fmt == FORMAT_CSV:
+            parsed = parse_csv(text)
+        else:
+            parsed = parse_text(text, default_tz=default_tz)
+        check_limits(parsed, max_sessions=max_sessions, max_turns=max_turns)
+        return parsed
     except ValidationFailed as exc:
         exc.extra["format"] = fmt
         raise
+
+
+# --- collapsing repeated statements -----------------------------------------------------------
+
+# Statements shorter than this (in words) are answers whose meaning depends on the question ("Yes.",
+# "Twice a day."): they collapse only when the whole exchange repeats.
+SHORT_STATEMENT_WORDS = 5
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def turns_collapse(turns: tuple[ParsedTurn, ...]) -> list[tuple[ParsedTurn, int]]:
+    """The session's turns with repeated identical statements folded into their first occurrence,
+    each kept turn with how often it was said. A turn repeats when its speaker already said the
+    same words (case and spacing aside) in the session; a short statement only when the turn
+    before it also repeats the turn before that earlier occurrence. So a sentence pasted 5,000
+    times is extracted once, while "Yes." to two different questions stays twice."""
+    kept: list[list[Any]] = []  # [turn, repeats]
+    said: dict[tuple[str, str, str], int] = {}  # (speaker, words, context) -> index in kept
+    previous = ""
+    for turn in turns:
+        words = _normal(turn.text)
+        speaker = f"{turn.speaker}:{turn.speaker_label.casefold()}"
+        short = len(words.split()) < SHORT_STATEMENT_WORDS
+        key = (speaker, words, previous if short else "")
+        if key in said:
+            kept[said[key]][1] += 1
+        else:
+            said[key] = len(kept)
+            kept.append([turn, 1])
+        previous = f"{speaker}|{words}"
+    return [(turn, repeats) for turn, repeats in kept]

@@ -5,6 +5,7 @@ import hashlib
 import json
 import logging
 import secrets
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -16,8 +17,9 @@ from reconcile_app.audit.services import audit_record
 from reconcile_app.core.exceptions import PermanentError, ValidationFailed
 from reconcile_app.fhir.models import Patient
 
-from .models import CoachingPlatform, PatientPipeline, Session, Turn, Upload
-from .parsers import ParsedSession, ParsedTranscript, parse_transcript
+from .access import PatientNotFound, patient_get_for_platform
+from .models import CoachingPlatform, PatientPipeline, PlatformEnrolment, Session, Turn, Upload
+from .parsers import ParsedSession, ParsedTranscript, lone_surrogate, parse_transcript, turns_collapse
 from .selectors import patient_match
 from .signals import session_withdrawn, sessions_pending
 
@@ -26,6 +28,18 @@ logger = logging.getLogger(__name__)
 
 def max_upload_bytes() -> int:
     return int(getattr(settings, "TRANSCRIPT_MAX_BYTES", 5 * 1024 * 1024))
+
+
+def filename_clean(name: str) -> str:
+    """A file name fit to store and show: lone surrogates (undecodable bytes of a CLI path) and
+    control characters replaced by U+FFFD. It is metadata, never clinical text."""
+    chars = ["\ufffd" if lone_surrogate(c) is not None or not c.isprintable() else c for c in (name or "")]
+    return "".join(chars)[:255]
+
+
+def session_namespace(upload: Upload) -> str:
+    """Whose session ids these are: a coaching platform's own, or the shared space of people and the CLI."""
+    return f"platform:{upload.platform_id}" if upload.platform_id else ""
 
 
 def parsed_session_sha256(session: ParsedSession) -> str:
@@ -59,7 +73,7 @@ def upload_receive(
         upload = Upload.objects.create(
             patient=patient,
             source=source,
-            filename=(filename or "")[:255],
+            filename=filename_clean(filename),
             raw=b"" if too_large else raw,
             sha256="" if too_large else hashlib.sha256(raw).hexdigest(),
             size=size,
@@ -94,21 +108,86 @@ def _check_intended_patient(parsed: ParsedTranscript, intended: Patient, *, mapp
         raise ValidationFailed("the file names another patient", errors=[f"patient: the file names {parsed.patient[:60]}, not {intended.reference}"])
 
 
+def _platform_patient(platform: CoachingPlatform, parsed: ParsedTranscript) -> Patient:
+    """A platform's upload must name a patient the platform is enrolled for; it is never held."""
+    if not parsed.patient:
+        raise ValidationFailed("the file names no patient", errors=["patient: a coaching platform's file must name the patient ('Patient/<id>' or 'system|value')"])
+    try:
+        return patient_get_for_platform(platform=platform, patient_ref=parsed.patient)
+    except PatientNotFound as exc:
+        raise ValidationFailed("no enrolled patient matches", errors=[exc.message]) from None
+
+
 def upload_import(*, upload_id: int, start_pipeline: bool = True, actor: AbstractBaseUser | None = None, mapped: bool = False) -> Upload:
     """Parse and validate all-or-nothing, match the patient (or hold), then add only new sessions.
 
     Idempotent: the same file again adds nothing; a longer export adds only the sessions not seen;
     a known session id with different content is reported as a conflict and left as it was; a
-    withdrawn session is never brought back by a re-sent export.
+    withdrawn session is never brought back by a re-sent export. Always ends in a status: an
+    unexpected error marks the upload FAILED (the bytes stay) instead of escaping.
     """
+    try:
+        return _upload_import(upload_id=upload_id, start_pipeline=start_pipeline, actor=actor, mapped=mapped)
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the upload ends in a terminal status
+        return upload_fail(upload_id=upload_id, reason=f"internal error ({exc.__class__.__name__}); the file is kept", actor=actor)
+
+
+TERMINAL = (Upload.Status.IMPORTED, Upload.Status.WITHDRAWN, Upload.Status.INVALID, Upload.Status.FAILED)
+
+
+def upload_fail(*, upload_id: int, reason: str, actor: AbstractBaseUser | None = None) -> Upload:
+    """Mark an upload whose import broke off as failed, with the reason; the raw bytes stay."""
+    logger.error("upload %s import failed: %s", upload_id, reason[:80])
     with transaction.atomic():
         upload = Upload.objects.select_for_update().get(pk=upload_id)
-        if upload.sealed_at is not None or upload.status in (Upload.Status.IMPORTED, Upload.Status.WITHDRAWN, Upload.Status.INVALID):
+        if upload.status not in TERMINAL and upload.status != Upload.Status.HELD:
+            upload.status = Upload.Status.FAILED
+            upload.rejection = reason[:200]
+            upload.errors = [reason[:300]]
+            upload.save(update_fields=["status", "rejection", "errors", "updated_at"])
+            audit_record(action="transcript.import", actor=actor, outcome="error", patient_pk=upload.patient_id,
+                         object_type="upload", object_id=upload.pk, details={"reason": reason[:100]})
+    return upload
+
+
+def uploads_fail_stuck() -> int:
+    """Beat: uploads still "received" long after they arrived never finished importing (the process
+    died mid-request): they end as failed, with the reason, instead of waiting forever."""
+    cutoff = timezone.now() - timedelta(seconds=int(getattr(settings, "TRANSCRIPT_STUCK_AFTER_SECONDS", 600)))
+    stuck = list(Upload.objects.filter(status=Upload.Status.RECEIVED, created_at__lt=cutoff).values_list("pk", flat=True)[:500])
+    for pk in stuck:
+        upload_fail(upload_id=pk, reason="the import did not finish (the server stopped while reading it); upload the file again")
+    return len(stuck)
+
+
+def upload_refuse(*, upload_id: int, reason: str, rejection: str) -> Upload:
+    """A stored upload that will not be imported (e.g. over the platform's rate limit): kept, rejected."""
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        if upload.status == Upload.Status.RECEIVED:
+            upload.status = Upload.Status.INVALID
+            upload.rejection = rejection[:200]
+            upload.errors = [reason[:300]]
+            upload.save(update_fields=["status", "rejection", "errors", "updated_at"])
+    return upload
+
+
+def _limits() -> dict[str, int]:
+    return {"max_sessions": int(getattr(settings, "TRANSCRIPT_MAX_SESSIONS", 500)),
+            "max_turns": int(getattr(settings, "TRANSCRIPT_MAX_TURNS", 1000))}
+
+
+def _upload_import(*, upload_id: int, start_pipeline: bool, actor: AbstractBaseUser | None, mapped: bool) -> Upload:
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().select_related("platform").get(pk=upload_id)
+        if upload.sealed_at is not None or upload.status in TERMINAL:
             return upload
         try:
-            parsed = parse_transcript(bytes(upload.raw), filename=upload.filename, max_bytes=max_upload_bytes())
+            parsed = parse_transcript(bytes(upload.raw), filename=upload.filename, max_bytes=max_upload_bytes(), **_limits())
             if upload.patient is not None:
                 _check_intended_patient(parsed, upload.patient, mapped=mapped)
+            elif upload.platform is not None:
+                upload.patient = _platform_patient(upload.platform, parsed)
         except ValidationFailed as exc:
             upload.status = Upload.Status.INVALID
             upload.errors = exc.errors or [exc.message]
@@ -147,8 +226,11 @@ def _sessions_store(*, upload: Upload, patient: Patient, parsed: ParsedTranscrip
     # race for the same session id (the unique constraint would turn one into an error).
     PatientPipeline.objects.get_or_create(patient=patient)
     PatientPipeline.objects.select_for_update().get(patient=patient)
-    existing = {s.external_id: s for s in Session.objects.filter(patient=patient, external_id__in=[p.id for p in parsed.sessions])}
-    summary: dict[str, Any] = {"sessions": [s.id for s in parsed.sessions], "added": [], "unchanged": [], "conflicts": [], "withdrawn": []}
+    namespace = session_namespace(upload)
+    existing = {s.external_id: s for s in Session.objects.filter(patient=patient, namespace=namespace,
+                                                                 external_id__in=[p.id for p in parsed.sessions])}
+    summary: dict[str, Any] = {"sessions": [s.id for s in parsed.sessions], "added": [], "unchanged": [], "conflicts": [], "withdrawn": [],
+                               "collapsed_turns": 0}
     for ps in parsed.sessions:
         digest = parsed_session_sha256(ps)
         known = existing.get(ps.id)
@@ -160,11 +242,15 @@ def _sessions_store(*, upload: Upload, patient: Patient, parsed: ParsedTranscrip
             else:
                 summary["conflicts"].append({"session": ps.id, "reason": "a session with this id was imported before with different content"})
             continue
-        session = Session.objects.create(patient=patient, upload=upload, external_id=ps.id, started_at=ps.started_at, content_sha256=digest)
+        session = Session.objects.create(patient=patient, upload=upload, namespace=namespace, external_id=ps.id,
+                                         started_at=ps.started_at, content_sha256=digest)
+        kept = turns_collapse(ps.turns)  # a statement repeated in the session is extracted once
         Turn.objects.bulk_create(
-            Turn(session=session, external_id=t.id, seq=i, speaker=t.speaker, speaker_label=t.speaker_label[:60], at=t.at, text=t.text)
-            for i, t in enumerate(ps.turns, start=1)
+            Turn(session=session, external_id=t.id, seq=i, speaker=t.speaker, speaker_label=t.speaker_label[:60], at=t.at, text=t.text,
+                 repeats=repeats)
+            for i, (t, repeats) in enumerate(kept, start=1)
         )
+        summary["collapsed_turns"] += len(ps.turns) - len(kept)
         summary["added"].append(ps.id)
     return summary
 
@@ -210,7 +296,8 @@ def upload_withdraw(*, upload_id: int, user: AbstractBaseUser | None, reason: st
     upload = Upload.objects.select_for_update().get(pk=upload_id)
     names = list((upload.summary or {}).get("sessions", []))
     sessions = Session.objects.filter(upload=upload) | (
-        Session.objects.filter(patient_id=upload.patient_id, external_id__in=names) if upload.patient_id else Session.objects.none()
+        Session.objects.filter(patient_id=upload.patient_id, namespace=session_namespace(upload), external_id__in=names)
+        if upload.patient_id else Session.objects.none()
     )
     for session in sessions.distinct():
         session_withdraw(session_id=session.pk, user=user, reason=reason)
@@ -257,3 +344,15 @@ def platform_revoke(*, platform_id: int, user: AbstractBaseUser | None = None) -
     platform.save(update_fields=["active", "revoked_at", "updated_at"])
     audit_record(action="platform.revoke", actor=user, object_type="platform", object_id=platform.pk)
     return platform
+
+
+@transaction.atomic
+def platform_enrol(*, platform: CoachingPlatform, patient: Patient | None = None, organization_system: str = "",
+                   user: AbstractBaseUser | None = None) -> PlatformEnrolment:
+    """Let a platform file transcripts for one patient, or for every patient of an organisation."""
+    if (patient is None) == (not organization_system):
+        raise PermanentError("enrol a platform for one patient or for one organisation's identifier system")
+    enrolment, _ = PlatformEnrolment.objects.get_or_create(platform=platform, patient=patient, organization_system=organization_system)
+    audit_record(action="platform.enrol", actor=user, patient_pk=patient.pk if patient else None, object_type="platform",
+                 object_id=platform.pk, details={"organization": bool(organization_system)})
+    return enrolment

@@ -7,18 +7,24 @@ from django.urls import reverse
 
 from reconcile_app.audit.models import AuditEvent
 from reconcile_app.transcripts.models import Upload
-from reconcile_app.transcripts.services import platform_create, platform_revoke
+from reconcile_app.transcripts.services import platform_create, platform_enrol, platform_revoke
 
 from .conftest import transcript_bytes
 
 URL = "/api/transcripts"
 
 
-@pytest.fixture
-def token(db: None) -> str:
-    cache.clear()
-    _, token = platform_create(name="WellCoach")
+def enrolled_token(name: str, patient) -> str:  # type: ignore[no-untyped-def]
+    """A platform's token, the platform enrolled for the patient (a platform files only for those)."""
+    platform, token = platform_create(name=name)
+    platform_enrol(platform=platform, patient=patient)
     return token
+
+
+@pytest.fixture
+def token(patient) -> str:  # type: ignore[no-untyped-def]
+    cache.clear()
+    return enrolled_token("WellCoach", patient)
 
 
 def _post(client, token: str, body: bytes, **headers):  # type: ignore[no-untyped-def]
@@ -45,7 +51,9 @@ def test_without_a_valid_token_nothing_is_stored_and_the_denial_is_audited(clien
     assert client.post(URL, data=b"{}", content_type="application/json").status_code == 401
     assert _post(client, "rct_wrong", transcript_bytes()).status_code == 401
     assert Upload.objects.count() == 0
-    assert AuditEvent.objects.filter(action="api.transcript", outcome="denied").count() == 2
+    # Anonymous refusals are one row per window and reason, counting the requests.
+    denial = AuditEvent.objects.get(action="api.transcript", outcome="denied")
+    assert denial.count == 2 and denial.details == {"reason": "bad_token"} and denial.actor_label == "anonymous"
 
 
 def test_a_revoked_token_stops_working(client, patient, token):
@@ -72,7 +80,7 @@ def test_an_oversized_body_is_refused_unread_but_recorded(client, patient, token
 
 def test_each_platform_is_rate_limited_on_its_own(client, patient, token, settings, django_capture_on_commit_callbacks):
     settings.TRANSCRIPT_API_RATE_LIMIT = 2
-    _, other = platform_create(name="OtherCoach")
+    other = enrolled_token("OtherCoach", patient)
     with django_capture_on_commit_callbacks():
         codes = [_post(client, token, transcript_bytes()).status_code for _ in range(3)]
         other_code = _post(client, other, transcript_bytes()).status_code

@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session, Upload
+from reconcile_app.transcripts.parsers import surrogate_error
 from reconcile_app.transcripts.selectors import patient_match, upload_progress
 from reconcile_app.transcripts.services import upload_import, upload_receive
 
@@ -33,6 +34,9 @@ class Command(BaseCommand):
             raise CommandError(f"{path} is not a file")
         patient: Patient | None = None
         if options["patient"]:
+            problem = surrogate_error(options["patient"], "--patient")  # undecodable bytes in the argument
+            if problem:
+                raise CommandError(problem)
             patient = patient_match(reference=options["patient"])
             if patient is None:
                 raise CommandError(f"no single patient matches {options['patient']!r}")
@@ -42,6 +46,8 @@ class Command(BaseCommand):
             for error in upload.errors:
                 self.stderr.write(f"  {error}")
             raise CommandError(f"upload #{upload.pk} stored but not imported: the file has errors")
+        if upload.status == Upload.Status.FAILED:
+            raise CommandError(f"upload #{upload.pk} stored but the import failed: {upload.rejection}")
         if upload.status == Upload.Status.HELD:
             self.stdout.write(f"upload #{upload.pk} held: patient {upload.patient_ref or '(none named)'} is not known; map it in the holding list")
             return
