@@ -13,6 +13,7 @@
           │
     pipeline_patient_advance_task(patient_id)     (Celery, acks_late, ids only)
           │   claim the patient's lease (conditional UPDATE on PatientPipeline) ──busy──▶ exit
+          │   (45 s, renewed every 10 s by a heartbeat thread and after every session)
           │   oldest pending session first (at least one, then until the time budget is
           │   spent); stop at a FAILED one (order is strict):
           │     EXTRACTING   extraction_run_get_or_create → extraction_run_execute
@@ -23,8 +24,9 @@
           │   PermanentError or an engine crash ─▶ FAILED (message shown, retry button)
           │   release the lease; more pending (or arrived meanwhile) ─▶ enqueue again
           │
-    pipeline_sweep_task (beat, every minute)  ── re-enqueues patients with pending work and a free
-                                                 or expired lease (lost messages, dead workers)
+    pipeline_sweep_task (beat, every 30 s)  ── re-enqueues patients with pending work and a free
+                                               or expired lease (lost messages, dead workers: a
+                                               killed worker's patient resumes within ~75 s)
 
     session_withdraw / upload_withdraw (consent) ─▶ session_withdrawn signal ─▶ memories_revoke_for_session
           (findings and triage items cascade), turns deleted, raw upload sealed, audit kept; a step
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -73,8 +76,54 @@ class Outcome(StrEnum):
 
 
 def lease_seconds() -> int:
-    # Longer than the task time limit, so a live holder never loses its lease mid-session.
-    return int(getattr(settings, "PIPELINE_LEASE_SECONDS", getattr(settings, "CELERY_TASK_TIME_LIMIT", 900) + 60))
+    # Short: a live holder keeps it by its heartbeat (below), a dead one loses it within this long.
+    return int(getattr(settings, "PIPELINE_LEASE_SECONDS", 45))
+
+
+def heartbeat_seconds() -> float:
+    return float(getattr(settings, "PIPELINE_HEARTBEAT_SECONDS", 10))
+
+
+class LeaseHeartbeat:
+    """Renews the patient's lease every few seconds from a daemon thread while a task works, however
+    long one engine call takes. It dies with the worker process (SIGKILL, out of memory, a hard time
+    limit), so the lease of a dead worker lapses within PIPELINE_LEASE_SECONDS and the sweep resumes
+    the patient. A renewal that finds the lease taken (ours lapsed meanwhile) stops renewing."""
+
+    def __init__(self, *, patient_id: int, token: str, interval: float) -> None:
+        self.patient_id, self.token, self.interval = patient_id, token, interval
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"lease-heartbeat-{patient_id}", daemon=True)
+        self.renewals = 0
+
+    def __enter__(self) -> LeaseHeartbeat:
+        if self.interval > 0:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=self.interval + 5)
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self.stop_event.wait(self.interval):
+                try:
+                    held = PatientPipeline.objects.filter(patient_id=self.patient_id, lease_token=self.token).update(
+                        lease_until=timezone.now() + timedelta(seconds=lease_seconds())
+                    )
+                except Exception as exc:  # noqa: BLE001 - a failed renewal is retried at the next beat
+                    logger.warning("lease heartbeat for patient %s failed (%s)", self.patient_id, exc.__class__.__name__)
+                    continue
+                if not held:
+                    logger.warning("lease of patient %s was lost; heartbeat stops", self.patient_id)
+                    return
+                self.renewals += 1
+        finally:
+            connection.close()  # this thread's own connection
 
 
 def budget_seconds() -> float:
@@ -167,28 +216,21 @@ def pipeline_patient_advance(
     final_attempt: bool = True,
     budget: float | None = None,
     on_session: Callable[[Session], None] | None = None,
+    heartbeat: bool = False,
 ) -> Outcome:
-    """Process the patient's pending sessions oldest-first while holding the lease (within a budget)."""
+    """Process the patient's pending sessions oldest-first while holding the lease (within a budget).
+    `heartbeat` renews the lease from a thread while it works (worker tasks; in-process callers that
+    cannot die apart from their caller do without)."""
     if not lease_claim(patient_id=patient_id, token=token):
         logger.info("pipeline patient %s busy", patient_id)
         return Outcome.BUSY
     deadline = time.monotonic() + (budget_seconds() if budget is None else budget)
     outcome = Outcome.IDLE
+    beat = LeaseHeartbeat(patient_id=patient_id, token=token, interval=heartbeat_seconds() if heartbeat else 0)
     try:
-        while True:
-            session = session_next(patient_id=patient_id)
-            if session is None:
-                outcome = Outcome.IDLE
-                break
-            if session.pipeline_status == Session.Pipeline.FAILED:
-                outcome = Outcome.BLOCKED
-                break
-            _process_guarded(session=session, engine=engine, final_attempt=final_attempt)
-            if on_session is not None:
-                on_session(session)
-            if time.monotonic() > deadline:  # at least one session per claim, then share the workers
-                break  # the check after the release below turns this into MORE if work remains
-            lease_claim(patient_id=patient_id, token=token)  # renew between sessions
+        with beat:
+            outcome = _advance_sessions(patient_id=patient_id, token=token, engine=engine, final_attempt=final_attempt,
+                                        deadline=deadline, on_session=on_session)
     except RetryableError:
         # The retry (same task id) reclaims the lease; until then the sweep and other messages keep
         # off, so the backoff holds. Should the retry be lost, the lease lapses and the sweep resumes.
@@ -201,6 +243,28 @@ def pipeline_patient_advance(
     # A kick that arrived while we held the lease exited as BUSY; look again after releasing.
     if outcome == Outcome.IDLE and has_pending(patient_id=patient_id):
         outcome = Outcome.MORE
+    return outcome
+
+
+def _advance_sessions(*, patient_id: int, token: str, engine: str | None, final_attempt: bool, deadline: float,
+                      on_session: Callable[[Session], None] | None) -> Outcome:
+    """The per-session loop; the lease is renewed after every session as well as by the heartbeat."""
+    outcome = Outcome.IDLE
+    while True:
+        session = session_next(patient_id=patient_id)
+        if session is None:
+            outcome = Outcome.IDLE
+            break
+        if session.pipeline_status == Session.Pipeline.FAILED:
+            outcome = Outcome.BLOCKED
+            break
+        _process_guarded(session=session, engine=engine, final_attempt=final_attempt)
+        if on_session is not None:
+            on_session(session)
+        if time.monotonic() > deadline:  # at least one session per claim, then share the workers
+            break  # the check after the release turns this into MORE if work remains
+        if not lease_claim(patient_id=patient_id, token=token):  # renew between sessions
+            return Outcome.BUSY  # our lease lapsed and another delivery holds the patient now
     return outcome
 
 
@@ -265,9 +329,14 @@ def _on_sessions_pending(sender: object, *, patient_id: int, **kwargs: object) -
 
 @receiver(session_withdrawn, dispatch_uid="pipeline-session-withdrawn")
 def _on_session_withdrawn(sender: object, *, session: Session, **kwargs: object) -> int:
+    """Returns how many memories were removed, for the withdrawal's audit row: counted before the
+    revoke, because a delete's count includes the rows it cascades to (findings, quotes, items)."""
+    from reconcile_app.narrative.models import Memory
     from reconcile_app.narrative.services import memories_revoke_for_session
 
-    return memories_revoke_for_session(session=session)
+    memories = Memory.objects.filter(session=session).count()
+    memories_revoke_for_session(session=session)
+    return memories
 
 
 # --- Celery tasks: ids in, one service call, retries only for RetryableError ------------------------
@@ -290,7 +359,8 @@ def pipeline_patient_advance_task(self, patient_id: int, budget: float | None = 
     # The task id is the lease token: a redelivered or retried message reclaims its own lease.
     token = self.request.id or uuid.uuid4().hex
     outcome = pipeline_patient_advance(
-        patient_id=patient_id, token=token, final_attempt=self.request.retries >= self.max_retries, budget=budget
+        patient_id=patient_id, token=token, final_attempt=self.request.retries >= self.max_retries, budget=budget,
+        heartbeat=not self.request.is_eager,  # eager: runs inside the caller, which cannot die apart from it
     )
     if outcome == Outcome.MORE and chain:
         pipeline_enqueue(patient_id=patient_id)

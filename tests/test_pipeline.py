@@ -165,3 +165,53 @@ def test_the_sweep_skips_patients_whose_lease_is_held(patient, fake_engines):
     with mock.patch.object(pipeline_patient_advance_task, "apply_async") as send:
         assert pipeline_sweep() == 0
     assert not send.called
+
+
+# --- issue 12: a short lease kept alive by a heartbeat, so a dead worker's patient resumes fast ------
+
+
+def test_the_lease_is_short_and_a_dead_holders_patient_is_swept_within_two_minutes(settings):
+    from reconcile_app.pipeline import heartbeat_seconds, lease_seconds
+
+    sweep = settings.CELERY_BEAT_SCHEDULE["pipeline-sweep"]["schedule"]
+    assert heartbeat_seconds() * 3 < lease_seconds()  # a live holder renews several times per lease
+    assert lease_seconds() + sweep < 120  # worst case from the last renewal to the sweep's message
+
+
+def test_a_lapsed_lease_of_a_dead_worker_is_taken_over_by_the_sweep(patient, fake_engines):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reconcile_app.transcripts.models import PatientPipeline
+
+    _import(transcript_bytes(sessions=1))
+    assert lease_claim(patient_id=patient.pk, token="worker-that-died")
+    PatientPipeline.objects.filter(patient=patient).update(lease_until=timezone.now() - timedelta(seconds=1))
+    with mock.patch.object(pipeline_patient_advance_task, "apply_async") as send:
+        assert pipeline_sweep() == 1
+    pipeline_patient_advance_task.apply(args=(patient.pk,))
+    assert _statuses(patient) == ["done"] and Memory.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_renews_the_lease_while_a_task_works_and_stops_when_it_is_lost(patient, settings):
+    import time
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reconcile_app.pipeline import LeaseHeartbeat
+    from reconcile_app.transcripts.models import PatientPipeline
+
+    assert lease_claim(patient_id=patient.pk, token="busy")
+    PatientPipeline.objects.filter(patient=patient).update(lease_until=timezone.now() + timedelta(seconds=1))
+    with LeaseHeartbeat(patient_id=patient.pk, token="busy", interval=0.2) as beat:
+        time.sleep(1.0)
+    renewed = PatientPipeline.objects.get(patient=patient).lease_until
+    assert beat.renewals >= 2 and renewed > timezone.now() + timedelta(seconds=settings.PIPELINE_LEASE_SECONDS - 5)
+    PatientPipeline.objects.filter(patient=patient).update(lease_token="someone-else")
+    with LeaseHeartbeat(patient_id=patient.pk, token="busy", interval=0.1) as lost:
+        time.sleep(0.5)
+        assert not lost.thread.is_alive()  # found the lease taken and stopped renewing
+    assert lost.renewals == 0

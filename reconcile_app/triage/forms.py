@@ -40,6 +40,10 @@ class IdListField(forms.Field):
         return ids
 
 
+# The latest moment a cursor may name: 9999-12-31, in microseconds since 1970 (datetime's own limit).
+CURSOR_MAX_MICROS = 253402214400 * 10**6
+
+
 class QueueFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
     severity = forms.ChoiceField(required=False, choices=SEVERITY_CHOICES)
@@ -56,6 +60,18 @@ class QueueFilterForm(forms.Form):
     sla = forms.ChoiceField(required=False, choices=SLA_CHOICES, label="SLA")
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
     after = forms.RegexField(required=False, regex=r"^\d{1,2}\.\d{1,20}\.\d{1,20}$|^\d{1,20}\.\d{1,20}$", widget=forms.HiddenInput)
+
+    def clean_after(self) -> str:
+        """A cursor names a real row position: band, microseconds since 1970 within the datetime range,
+        and an id within a 64-bit key. Anything else is refused (the queue answers 400)."""
+        value = self.cleaned_data.get("after") or ""
+        if not value:
+            return ""
+        *rest, pk = (int(p) for p in value.split("."))
+        micros = rest[-1]
+        if micros > CURSOR_MAX_MICROS or not 0 < pk < 2**63:
+            raise forms.ValidationError("Not a position in the queue.")
+        return value
 
     def clean(self) -> dict:
         data = super().clean()

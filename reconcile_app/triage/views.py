@@ -14,10 +14,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from reconcile_app.audit.services import audit_record
+from reconcile_app.core.cache import cache_available
 from reconcile_app.core.decorators import deny, role_required
 from reconcile_app.core.exceptions import ValidationFailed
 from reconcile_app.core.http import AppHttpRequest
 from reconcile_app.core.roles import Role, user_has_role
+from reconcile_app.core.views import bad_request
 
 from . import selectors, services
 from reconcile_app.fhir.selectors import patient_get_for_user
@@ -59,9 +61,14 @@ def _template_or(name: str, fallback: str) -> str:
 @role_required(*STAFF)
 def queue(request: AppHttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET or None)
+    if form.is_bound and not form.is_valid() and "after" in form.errors:
+        # A cursor is never typed: a malformed one is a bad link, not a filter to ignore.
+        return bad_request(request)
     filters = form.cleaned_data if form.is_valid() else {"status": "open", "sort": "urgency"}
     page = selectors.triage_queue_page(filters=filters, user=request.user)
-    counts = selectors.triage_queue_counts(filters=filters, user=request.user)
+    # The counts come from the shared cache; while it is down they are hidden rather than computed
+    # for every request (the rows are always live).
+    counts = selectors.triage_queue_counts(filters=filters, user=request.user) if cache_available() else None
     audit_record(request=request, action="triage.queue_view", details={"rows": len(page.items), "filtered": bool(request.GET)})
     alerts = [(a, alert_email_text(status=a.email_status, recipients=a.email_recipients, note=a.email_note)) for a in selectors.alerts_open()]
     # One delivery note for the list when every alert shares it (e.g. no address to email to).
@@ -79,7 +86,7 @@ def queue(request: AppHttpRequest) -> HttpResponse:
             "assignee": select_html(name="assignee", selected="", choices=[("", "---------"), *selectors.nurse_choices()]),
             "reason": select_html(name="reason", selected="", choices=BulkForm.base_fields["reason"].choices),
         },
-        "status_counts": [(value, label, counts["status"].get(value)) for value, label in STATUS_CHOICES],
+        "status_counts": [(value, label, counts["status"].get(value) if counts else None) for value, label in STATUS_CHOICES],
     }
     template = "triage/queue.html#queue-rows" if request.htmx and not request.htmx.boosted else "triage/queue.html"
     return render(request, template, context)
