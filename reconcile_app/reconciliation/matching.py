@@ -299,44 +299,7 @@ class RecordIndex:
         self.careplans: list[tuple[ClinicalEntry, str]] = []
         self.observations: dict[str, list[ClinicalEntry]] = {}
         for entry in record.entries:
-            rtype = entry.resource_type
-            names = " ".join([entry.display, *(c.display for c in entry.codings)])
-            if rtype in ("MedicationRequest", "MedicationStatement"):
-                mention = drugs_in_text(names, kb, fuzzy=False)
-                drug_names = {d.name for d in mention.drugs}
-                classes: set[str] = set()
-                for d in mention.drugs:
-                    classes |= kb.drug_classes(d)
-                    drug_names |= set(d.components)
-                first = next((w for w in norm(entry.display).split() if w.isalpha() and len(w) >= 4), "")
-                if first:
-                    drug_names.add(first)
-                self.meds.append(MedEntry(entry, drug_names, classes))
-            elif rtype == "Condition":
-                self.conditions.append(CondEntry(entry, concepts_in_text(names, kb), content_words(entry.display), stage_of(entry.display)))
-            elif rtype == "AllergyIntolerance":
-                codes = {c.code for c in entry.codings}
-                mention = drugs_in_text(names, kb, fuzzy=False)
-                classes = set()
-                for d in mention.drugs:
-                    classes |= kb.drug_classes(d)
-                allergen_ids = allergens_in_text(names, kb)
-                for a in kb.allergens:
-                    if a.id in allergen_ids:
-                        classes |= set(a.classes)
-                self.allergies.append(AllergyEntry(entry, allergen_ids, {d.name for d in mention.drugs}, classes,
-                                                   bool(codes & NO_KNOWN_ALLERGY_CODES) or "no known" in names.lower()))
-            elif rtype == "Immunization":
-                families = {v.id for v in kb.vaccines if any(c.code in v.cvx and c.system in (CVX, "") for c in entry.codings)}
-                families |= vaccines_in_text(names, kb)
-                self.vaccines.append((entry, families))
-            elif rtype == "Procedure":
-                self.procedures.append((entry, procedures_in_text(names, kb), sites_in_text(names, kb)))
-            elif rtype == "CarePlan":
-                self.careplans.append((entry, careplan_text(entry)))
-            elif rtype == "Observation" and entry.state == State.ACTIVE:
-                for c in entry.codings:
-                    self.observations.setdefault(c.code, []).append(entry)
+            self._add(entry)
         for values in self.observations.values():
             values.sort(key=lambda e: e.date, reverse=True)
         self.active_concepts: set[str] = set()
@@ -350,6 +313,52 @@ class RecordIndex:
                 self.active_classes |= me.classes
                 self.active_drug_names |= me.names
         self._restrictions: list[Restriction] | None = None
+
+    def _add(self, entry: ClinicalEntry) -> None:
+        """Index one record entry by what it names: drugs and classes, concepts, allergens, vaccine families, sites."""
+        kb, rtype = self.kb, entry.resource_type
+        names = " ".join([entry.display, *(c.display for c in entry.codings)])
+        if rtype in ("MedicationRequest", "MedicationStatement"):
+            self.meds.append(self._med_entry(entry, names))
+        elif rtype == "Condition":
+            self.conditions.append(CondEntry(entry, concepts_in_text(names, kb), content_words(entry.display), stage_of(entry.display)))
+        elif rtype == "AllergyIntolerance":
+            self.allergies.append(self._allergy_entry(entry, names))
+        elif rtype == "Immunization":
+            families = {v.id for v in kb.vaccines if any(c.code in v.cvx and c.system in (CVX, "") for c in entry.codings)}
+            self.vaccines.append((entry, families | vaccines_in_text(names, kb)))
+        elif rtype == "Procedure":
+            self.procedures.append((entry, procedures_in_text(names, kb), sites_in_text(names, kb)))
+        elif rtype == "CarePlan":
+            self.careplans.append((entry, careplan_text(entry)))
+        elif rtype == "Observation" and entry.state == State.ACTIVE:
+            for c in entry.codings:
+                self.observations.setdefault(c.code, []).append(entry)
+
+    def _med_entry(self, entry: ClinicalEntry, names: str) -> MedEntry:
+        mention = drugs_in_text(names, self.kb, fuzzy=False)
+        drug_names = {d.name for d in mention.drugs}
+        classes: set[str] = set()
+        for d in mention.drugs:
+            classes |= self.kb.drug_classes(d)
+            drug_names |= set(d.components)
+        first = next((w for w in norm(entry.display).split() if w.isalpha() and len(w) >= 4), "")
+        if first:
+            drug_names.add(first)
+        return MedEntry(entry, drug_names, classes)
+
+    def _allergy_entry(self, entry: ClinicalEntry, names: str) -> AllergyEntry:
+        codes = {c.code for c in entry.codings}
+        mention = drugs_in_text(names, self.kb, fuzzy=False)
+        classes: set[str] = set()
+        for d in mention.drugs:
+            classes |= self.kb.drug_classes(d)
+        allergen_ids = allergens_in_text(names, self.kb)
+        for a in self.kb.allergens:
+            if a.id in allergen_ids:
+                classes |= set(a.classes)
+        return AllergyEntry(entry, allergen_ids, {d.name for d in mention.drugs}, classes,
+                            bool(codes & NO_KNOWN_ALLERGY_CODES) or "no known" in names.lower())
 
     # --- medications ---
 

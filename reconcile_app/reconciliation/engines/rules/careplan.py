@@ -85,58 +85,22 @@ class CarePlanRules:
         return None
 
     def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        """In order: a delivery device taken off, an abandoned therapy, a lapsed plan activity, a restriction run into,
+        a diet broken, a medicine named in the activity, a red flag; otherwise routine."""
         device = self._device_stopped(m, ctx)
         if device is not None:
             return device
         quote = regex_text(m.quote)
-        text = " ".join([_attr(m, "name"), m.content, m.quote])
-        quote_stems = stems(set(norm(m.quote).split()))
         stopped = (_attr(m, "action").lower() in ("stopped", "skipped") or bool(STOP.search(quote)) or m.assertion == Assertion.NEGATED
                    or any(p.search(quote) for p in self.kb.lapse))
-        def longest(therapy) -> int:  # "cardiac rehab" is cardiac rehab before it is any rehab
-            return max((len(t) for t in therapy.terms if stems(set(norm(t).split())) <= quote_stems), default=0)
-
-        for therapy in sorted(self.kb.therapies, key=lambda t: -longest(t)):
-            # order-free, inflection-free term match in the patient's words ("haven't checked my blood sugar")
-            named = longest(therapy) > 0
-            if named and stopped and m.assertion != Assertion.HISTORICAL:
-                plans = ctx.idx.careplans_mentioning(therapy.terms)
-                conds = ctx.idx.conditions_for(set(therapy.conditions))
-                if not plans and not conds:
-                    continue
-                if SEVERITY_RANK[therapy.severity] < SEVERITY_RANK[Severity.MEDIUM] and HEDGED.search(quote):
-                    continue  # "kinda stopped my PT exercises": coaching material, not a care-plan conflict
-                v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-therapy-abandoned-{therapy.id}", therapy.severity, therapy.safety,
-                            f"Care plan includes {therapy.terms[0]}; patient reports stopping it ({therapy.why}).")
-                v.cite(*plans, *conds)
-                flag = self._red_flag_verdict(m, ctx, regex_text(ctx.session_text))
-                if flag is not None and flag.rule == "redflag-drowsy-driving":
-                    v.raise_to(flag.severity, flag.safety)
-                return v
-        lapse = self._activity_lapse(m, ctx, stopped)
-        if lapse is not None:
-            return lapse
+        found = self._therapy_abandoned(m, ctx, stopped) or self._activity_lapse(m, ctx, stopped)
+        if found is not None:
+            return found
         if m.assertion in (Assertion.NEGATED, Assertion.HISTORICAL):
             return Verdict(NCR, Cat.CAREPLAN, "care-activity-negated")
-        hit = self._restriction_hit(m, ctx)
-        if hit is not None:
-            careplan, clause = hit
-            v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False,
-                        f"The care plan restricts {_clip(clause, 120)}; the patient reports doing it.")
-            v.cite(careplan)
-            v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
-            v.cite(*_addressed(ctx, careplan)[:2])
-            self._protected_drug(v, clause, ctx)
-            mention = drugs_in_text(text, self.kb, fuzzy=False)
-            if mention.drugs:
-                for sev, safe, why, partners in self._interactions(ctx, self._mention_classes(mention), mention.drugs):
-                    v.raise_to(sev, safe)
-                    v.cite(*partners[:3])
-                    v.explanation += f" Interaction: {why}."
-            return v
-        diet = self._diet_conflict(m, ctx)
-        if diet is not None:
-            return diet
+        found = self._restriction_verdict(m, ctx) or self._diet_conflict(m, ctx)
+        if found is not None:
+            return found
         # a drug the quote names only inside a procedure ("a cortisone shot") is that procedure, not a medicine taken
         mention = drugs_in_text(" ".join([_attr(m, "name"), m.quote]), self.kb, fuzzy=False)
         if mention.drugs and any(c not in ("supplement",) for d in mention.drugs for c in self.kb.drug_classes(d)) \
@@ -146,6 +110,54 @@ class CarePlanRules:
         if flag is not None:
             return flag
         return Verdict(NCR, Cat.CAREPLAN, "care-activity", explanation="Routine care activity; nothing conflicts with the record.")
+
+    def _therapy_abandoned(self, m: MemoryDraft, ctx: Context, stopped: bool) -> Verdict | None:
+        """A prescribed therapy (CPAP, dialysis, rehab) the patient stopped, named in any order or inflection."""
+        if not stopped or m.assertion == Assertion.HISTORICAL:
+            return None
+        quote = regex_text(m.quote)
+        quote_stems = stems(set(norm(m.quote).split()))
+
+        def longest(therapy) -> int:  # "cardiac rehab" is cardiac rehab before it is any rehab
+            return max((len(t) for t in therapy.terms if stems(set(norm(t).split())) <= quote_stems), default=0)
+
+        for therapy in sorted(self.kb.therapies, key=lambda t: -longest(t)):
+            if longest(therapy) == 0:
+                continue
+            plans = ctx.idx.careplans_mentioning(therapy.terms)
+            conds = ctx.idx.conditions_for(set(therapy.conditions))
+            if not plans and not conds:
+                continue
+            if SEVERITY_RANK[therapy.severity] < SEVERITY_RANK[Severity.MEDIUM] and HEDGED.search(quote):
+                continue  # "kinda stopped my PT exercises": coaching material, not a care-plan conflict
+            v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-therapy-abandoned-{therapy.id}", therapy.severity, therapy.safety,
+                        f"Care plan includes {therapy.terms[0]}; patient reports stopping it ({therapy.why}).")
+            v.cite(*plans, *conds)
+            flag = self._red_flag_verdict(m, ctx, regex_text(ctx.session_text))
+            if flag is not None and flag.rule == "redflag-drowsy-driving":
+                v.raise_to(flag.severity, flag.safety)
+            return v
+        return None
+
+    def _restriction_verdict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """Doing what the plan restricts; a restriction that guards a drug or meets an interaction is raised."""
+        hit = self._restriction_hit(m, ctx)
+        if hit is None:
+            return None
+        careplan, clause = hit
+        v = Verdict(CONTRA, Cat.CAREPLAN, "careplan-restriction", Severity.LOW, False,
+                    f"The care plan restricts {_clip(clause, 120)}; the patient reports doing it.")
+        v.cite(careplan)
+        v.cite(*ctx.idx.conditions_for({c for c in concepts_in_text(careplan_title(careplan), self.kb)}))
+        v.cite(*_addressed(ctx, careplan)[:2])
+        self._protected_drug(v, clause, ctx)
+        mention = drugs_in_text(" ".join([_attr(m, "name"), m.content, m.quote]), self.kb, fuzzy=False)
+        if mention.drugs:
+            for sev, safe, why, partners in self._interactions(ctx, self._mention_classes(mention), mention.drugs):
+                v.raise_to(sev, safe)
+                v.cite(*partners[:3])
+                v.explanation += f" Interaction: {why}."
+        return v
 
     def _activity_lapse(self, m: MemoryDraft, ctx: Context, stopped: bool) -> Verdict | None:
         """A prescribed care-plan activity the patient says they stopped (beyond the therapies table).

@@ -1,12 +1,14 @@
 """Condition and symptom memories: red flags, diagnoses from outside, conditions said to be resolved, pregnancy."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
 from reconcile_app.reconciliation.knowledge import Knowledge, norm, regex_text
 from reconcile_app.reconciliation.matching import (
-    allergens_in_text, concepts_in_text, content_words, drugs_in_text, procedures_in_text, sites_in_text, stage_of,
+    CondEntry, allergens_in_text, concepts_in_text, content_words, drugs_in_text, procedures_in_text, sites_in_text, stage_of,
 )
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
 
@@ -14,6 +16,35 @@ from .cues import (
     CHRONIC, CLINICIAN_SAID, DIAGNOSED, DIAGNOSIS_RATED, ENVIRONMENTAL, REACTION, RESOLVED, SURGERY, WENT_AWAY,
 )
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _grounded_term, _looks_acute, _short
+
+
+@dataclass
+class CondFacts:
+    """What the condition rules read: the memory, the concepts its words name, and the record's matching entries."""
+
+    m: MemoryDraft
+    ctx: Context
+    name: str
+    status: str
+    quote: str
+    concepts: set[str]
+    stage: str
+    matches: list[CondEntry]
+    resolved_claim: bool
+    diagnosed: bool
+    flag: Verdict | None = None
+
+    @property
+    def active(self) -> list[CondEntry]:
+        return [ce for ce in self.matches if ce.entry.state == State.ACTIVE]
+
+    @property
+    def historical(self) -> list[CondEntry]:
+        return [ce for ce in self.matches if ce.entry.state == State.HISTORICAL]
+
+    @property
+    def error(self) -> list[CondEntry]:
+        return [ce for ce in self.matches if ce.entry.state == State.ERROR]
 
 
 class ConditionRules:
@@ -68,13 +99,18 @@ class ConditionRules:
         return v
 
     def _condition(self, m: MemoryDraft, ctx: Context) -> Verdict:
+        """The first rule of CONDITION_ORDER that returns a verdict decides."""
+        facts = self._cond_facts(m, ctx)
+        for rule in CONDITION_ORDER:
+            verdict = rule(self, facts)
+            if verdict is not None:
+                return verdict
+        raise AssertionError("the last condition rule always decides")
+
+    def _cond_facts(self, m: MemoryDraft, ctx: Context) -> CondFacts:
         name = _attr(m, "name")
         status = _attr(m, "stated_status").lower()
         quote = regex_text(m.quote)
-        if m.category == "symptom" and m.assertion == Assertion.AFFIRMED and allergens_in_text(m.quote, self.kb) - ENVIRONMENTAL and REACTION.search(quote):
-            return self._allergy(m, ctx)  # "hives from the contrast dye": a reaction to something is an allergy question
-        if procedures_in_text(m.quote, self.kb) and SURGERY.search(quote) and m.assertion != Assertion.NEGATED:
-            return self._procedure(m, ctx)  # a repaired body part is a procedure, whatever the extractor called it
         grounded = concepts_in_text(m.quote, self.kb)
         named = concepts_in_text(name, self.kb) if name else set()
         # the named concept must be in the patient's words (an abbreviation like "mi" for miles is not a heart attack)
@@ -82,86 +118,125 @@ class ConditionRules:
         if named and not concepts and name and f" {norm(name).strip()} " in norm(m.quote):
             concepts = named
         concepts -= {"pregnancy"}
-        stage = stage_of(name or m.content) or stage_of(m.quote)
         matches = ctx.idx.match_condition(concepts, content_words(name) if name else set())
-        active = [ce for ce in matches if ce.entry.state == State.ACTIVE]
-        historical = [ce for ce in matches if ce.entry.state == State.HISTORICAL]
-        error = [ce for ce in matches if ce.entry.state == State.ERROR]
-        resolved_claim = status == "resolved" or bool(RESOLVED.search(quote))
+        return CondFacts(m, ctx, name, status, quote, concepts, stage_of(name or m.content) or stage_of(m.quote), matches,
+                         resolved_claim=status == "resolved" or bool(RESOLVED.search(quote)),
+                         diagnosed=status in ("diagnosed", "new") or bool(DIAGNOSED.search(quote)))
 
-        if m.assertion == Assertion.NEGATED:
-            if active and resolved_claim:
-                return self._condition_denied(active)
-            return Verdict(NCR, Cat.CONDITION, "condition-negated", explanation="Denied symptom or condition; nothing to reconcile.")
+    # ---- the rules, in CONDITION_ORDER ------------------------------------------------------------------------
 
-        # a different stage/type than the active entry ("stage 2, not stage 3")
-        if stage and active:
-            same = [ce for ce in active if ce.stage == stage]
-            other = [ce for ce in active if ce.stage and ce.stage != stage]
-            if other and not same:
-                v = Verdict(CONTRA, Cat.CONDITION, "condition-stage-conflict", Severity.LOW, False,
-                            f"Record lists {_short(other[0].entry)} as active; patient reports {stage}.")
-                v.cite(*(ce.entry for ce in other))
-                v.cite(*self._condition_labs(ctx, concepts))
-                return v
-        if (resolved_claim and active and m.assertion != Assertion.HISTORICAL
-                and (concepts & CHRONIC or CLINICIAN_SAID.search(quote) or status == "resolved")):
-            # "my back pain is gone this week" is a good day, not a resolved diagnosis
-            return self._condition_denied(active, concepts, ctx)
+    def _cond_allergic_reaction(self, f: CondFacts) -> Verdict | None:
+        """"hives from the contrast dye": a reaction to something is an allergy question."""
+        m = f.m
+        if m.category == "symptom" and m.assertion == Assertion.AFFIRMED and allergens_in_text(m.quote, self.kb) - ENVIRONMENTAL \
+                and REACTION.search(f.quote):
+            return self._allergy(m, f.ctx)
+        return None
 
-        if m.assertion == Assertion.HISTORICAL:
-            if matches:
-                return Verdict(AGREE, Cat.CONDITION, "condition-historical-known", explanation="The past condition is in the record.").cite(*(ce.entry for ce in (historical or active)))
-            return Verdict(NCR, Cat.CONDITION, "condition-historical", explanation="A past condition; nothing current to reconcile.")
+    def _cond_procedure_named(self, f: CondFacts) -> Verdict | None:
+        """A repaired body part is a procedure, whatever the extractor called it."""
+        if procedures_in_text(f.m.quote, self.kb) and SURGERY.search(f.quote) and f.m.assertion != Assertion.NEGATED:
+            return self._procedure(f.m, f.ctx)
+        return None
 
-        flag = self._red_flag_verdict(m, ctx, regex_text(" ".join([m.quote, name])))
-        if flag is not None and not (active and not _looks_acute(flag)):
-            return flag
+    def _cond_negated(self, f: CondFacts) -> Verdict | None:
+        if f.m.assertion != Assertion.NEGATED:
+            return None
+        if f.active and f.resolved_claim:
+            return self._condition_denied(f.active)
+        return Verdict(NCR, Cat.CONDITION, "condition-negated", explanation="Denied symptom or condition; nothing to reconcile.")
 
-        if active:
-            return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation=f"Record lists {_short(active[0].entry)} as active.").cite(*(ce.entry for ce in active))
-        diagnosed = status in ("diagnosed", "new") or bool(DIAGNOSED.search(quote))
-        if m.category == "condition" and not concepts and diagnosed and _grounded_term(m):
-            term = _grounded_term(m)
-            words = content_words(term) | content_words(name)
-            same = [ce for ce in ctx.idx.conditions if ce.words & words and ce.entry.state in (State.ACTIVE, State.HISTORICAL)]
-            if any(ce.entry.state == State.ACTIVE for ce in same):
-                return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation="The condition is in the record.").cite(*(ce.entry for ce in same))
-            v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
-                        f"Patient reports a new diagnosis ({term}) that the record does not list.")
-            v.cite(*(ce.entry for ce in same))
-            v.cite(*self._context_conditions(ctx, ctx.around(m))[:2])
-            v.cite(*self._site_related(ctx, sites_in_text(ctx.around(m), self.kb)))
-            return v
-        if m.category == "symptom" or not concepts:
+    def _cond_stage_conflict(self, f: CondFacts) -> Verdict | None:
+        """A different stage or type than the active entry ("stage 2, not stage 3")."""
+        if not (f.stage and f.active):
+            return None
+        same = [ce for ce in f.active if ce.stage == f.stage]
+        other = [ce for ce in f.active if ce.stage and ce.stage != f.stage]
+        if not other or same:
+            return None
+        v = Verdict(CONTRA, Cat.CONDITION, "condition-stage-conflict", Severity.LOW, False,
+                    f"Record lists {_short(other[0].entry)} as active; patient reports {f.stage}.")
+        v.cite(*(ce.entry for ce in other))
+        return v.cite(*self._condition_labs(f.ctx, f.concepts))
+
+    def _cond_resolved(self, f: CondFacts) -> Verdict | None:
+        """A chronic condition, or one a clinician declared over, said to be resolved ("my back pain is gone this week"
+        is a good day, not a resolved diagnosis)."""
+        if not (f.resolved_claim and f.active and f.m.assertion != Assertion.HISTORICAL):
+            return None
+        if f.concepts & CHRONIC or CLINICIAN_SAID.search(f.quote) or f.status == "resolved":
+            return self._condition_denied(f.active, f.concepts, f.ctx)
+        return None
+
+    def _cond_historical(self, f: CondFacts) -> Verdict | None:
+        if f.m.assertion != Assertion.HISTORICAL:
+            return None
+        if f.matches:
+            return Verdict(AGREE, Cat.CONDITION, "condition-historical-known",
+                           explanation="The past condition is in the record.").cite(*(ce.entry for ce in (f.historical or f.active)))
+        return Verdict(NCR, Cat.CONDITION, "condition-historical", explanation="A past condition; nothing current to reconcile.")
+
+    def _cond_red_flag(self, f: CondFacts) -> Verdict | None:
+        """A red flag decides unless it is a non-acute one about a condition the record already lists."""
+        f.flag = self._red_flag_verdict(f.m, f.ctx, regex_text(" ".join([f.m.quote, f.name])))
+        if f.flag is not None and not (f.active and not _looks_acute(f.flag)):
+            return f.flag
+        return None
+
+    def _cond_active_agrees(self, f: CondFacts) -> Verdict | None:
+        if not f.active:
+            return None
+        return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees",
+                       explanation=f"Record lists {_short(f.active[0].entry)} as active.").cite(*(ce.entry for ce in f.active))
+
+    def _cond_unknown_outside_diagnosis(self, f: CondFacts) -> Verdict | None:
+        """A diagnosis the tables have no concept for, matched on the extractor's grounded words."""
+        m, ctx = f.m, f.ctx
+        term = _grounded_term(m)
+        if m.category != "condition" or f.concepts or not f.diagnosed or not term:
+            return None
+        words = content_words(term) | content_words(f.name)
+        same = [ce for ce in ctx.idx.conditions if ce.words & words and ce.entry.state in (State.ACTIVE, State.HISTORICAL)]
+        if any(ce.entry.state == State.ACTIVE for ce in same):
+            return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation="The condition is in the record.").cite(*(ce.entry for ce in same))
+        v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
+                    f"Patient reports a new diagnosis ({term}) that the record does not list.")
+        v.cite(*(ce.entry for ce in same))
+        v.cite(*self._context_conditions(ctx, ctx.around(m))[:2])
+        return v.cite(*self._site_related(ctx, sites_in_text(ctx.around(m), self.kb)))
+
+    def _cond_symptom_unflagged(self, f: CondFacts) -> Verdict | None:
+        if f.m.category == "symptom" or not f.concepts:
             return Verdict(NCR, Cat.CONDITION, "symptom-unflagged", explanation="A symptom without red-flag features; nothing to reconcile.")
-        labels = ", ".join(sorted(self.kb.conditions[c].terms[0] for c in concepts if c in self.kb.conditions))
-        if error:
+        return None
+
+    def _cond_not_in_record(self, f: CondFacts) -> Verdict:
+        """A known condition the active record lacks: voided entry, recurrence, outside diagnosis, or an undocumented
+        chronic disease (a passing mention of a common complaint is chatter)."""
+        labels = ", ".join(sorted(self.kb.conditions[c].terms[0] for c in f.concepts if c in self.kb.conditions))
+        if f.error:
             v = Verdict(GAP, Cat.CONDITION, f"{ERROR_RULE_PREFIX}condition-only-entry", Severity.MEDIUM, False,
                         f"Patient reports {labels}; the record's only entry for it is marked entered-in-error.")
-            v.cite(*(ce.entry for ce in error))
-        elif historical:
+            v.cite(*(ce.entry for ce in f.error))
+        elif f.historical:
             v = Verdict(GAP, Cat.CONDITION, "condition-recurrence", Severity.LOW, False,
-                        f"Record shows {_short(historical[0].entry)} as {historical[0].entry.status}; patient reports it now.")
-            v.cite(*(ce.entry for ce in historical))
-        elif diagnosed:
+                        f"Record shows {_short(f.historical[0].entry)} as {f.historical[0].entry.status}; patient reports it now.")
+            v.cite(*(ce.entry for ce in f.historical))
+        elif f.diagnosed:
             v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
                         f"Patient reports a diagnosis of {labels} that is not in the record.")
-            for c in concepts:
+            for c in f.concepts:
                 if c in self.kb.conditions:
                     v.raise_to(*self.kb.conditions[c].diagnosis)
+        elif not any(c in self.kb.conditions and c in DIAGNOSIS_RATED for c in f.concepts) or f.status not in ("", "ongoing", "new", "worse"):
+            return Verdict(NCR, Cat.CONDITION, "condition-mention", explanation="A passing mention; no diagnosis reported.")
         else:
-            # a passing mention of a common complaint ("my allergies", "anxious about it") is chatter; only a
-            # chronic disease the tables rate for a diagnosis is worth a reviewer's look when the record lacks it
-            if not any(c in self.kb.conditions and c in DIAGNOSIS_RATED for c in concepts) or status not in ("", "ongoing", "new", "worse"):
-                return Verdict(NCR, Cat.CONDITION, "condition-mention", explanation="A passing mention; no diagnosis reported.")
-            v = Verdict(GAP, Cat.CONDITION, "condition-undocumented", Severity.LOW, False,
-                        f"Patient reports {labels}, which the record does not list.")
-        related = {r for c in concepts if c in self.kb.conditions for r in self.kb.conditions[c].related}
-        v.cite(*ctx.idx.conditions_for(related, states=(State.ACTIVE, State.HISTORICAL)))
-        v.cite(*self._condition_labs(ctx, concepts))
-        if flag is not None:
-            v.raise_to(flag.severity, flag.safety)
+            v = Verdict(GAP, Cat.CONDITION, "condition-undocumented", Severity.LOW, False, f"Patient reports {labels}, which the record does not list.")
+        related = {r for c in f.concepts if c in self.kb.conditions for r in self.kb.conditions[c].related}
+        v.cite(*f.ctx.idx.conditions_for(related, states=(State.ACTIVE, State.HISTORICAL)))
+        v.cite(*self._condition_labs(f.ctx, f.concepts))
+        if f.flag is not None:
+            v.raise_to(f.flag.severity, f.flag.safety)
         return v
 
     def _condition_labs(self, ctx: Context, concepts: set[str]) -> list[ClinicalEntry]:
@@ -193,3 +268,19 @@ class ConditionRules:
             v.cite(*teratogens[:4])
             v.explanation += " Active medicines include drugs to avoid in pregnancy."
         return v
+
+
+# The decision order of a condition or symptom memory: the first rule that returns a verdict decides.
+CONDITION_ORDER = (
+    ConditionRules._cond_allergic_reaction,
+    ConditionRules._cond_procedure_named,
+    ConditionRules._cond_negated,
+    ConditionRules._cond_stage_conflict,
+    ConditionRules._cond_resolved,
+    ConditionRules._cond_historical,
+    ConditionRules._cond_red_flag,
+    ConditionRules._cond_active_agrees,
+    ConditionRules._cond_unknown_outside_diagnosis,
+    ConditionRules._cond_symptom_unflagged,
+    ConditionRules._cond_not_in_record,
+)

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
 from reconcile_app.reconciliation.knowledge import Drug, Knowledge, norm, regex_text
-from reconcile_app.reconciliation.matching import DrugMention, drugs_in_text, terminology_drugs
+from reconcile_app.reconciliation.matching import DrugMention, MedMatch, drugs_in_text, terminology_drugs
 from reconcile_app.reconciliation.types import Severity
 
 from .cues import (
@@ -19,6 +20,21 @@ from .verdict import (
     AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _as_needed, _attr, _clip, _lexicon_terms, _order_text,
     _severity_max, _short,
 )
+
+
+@dataclass
+class MedFacts:
+    """What the medication rules read: the memory, its drug, what the patient did, and the record's matching orders."""
+
+    m: MemoryDraft
+    ctx: Context
+    quote: str
+    mention: DrugMention
+    action: str
+    someone_else: bool
+    match: MedMatch
+    classes: set[str]
+    label: str
 
 
 class MedicationRules:
@@ -191,23 +207,26 @@ class MedicationRules:
         return found or None
 
     def _medication(self, m: MemoryDraft, ctx: Context) -> Verdict:
-        quote = regex_text(m.quote)
-        if THIRD_PERSON.search(quote) and not FIRST_PERSON_USE.search(quote):
+        """Who takes it, which drug, then the first rule of MEDICATION_ORDER that decides."""
+        if THIRD_PERSON.search(regex_text(m.quote)) and not FIRST_PERSON_USE.search(regex_text(m.quote)):
             return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
         device = self._device_stopped(m, ctx)
         if device is not None:
             return device  # "took my insulin pump off": the device names the order, whatever else the quote names
         mention = self._drug_mention(m, ctx)
         if not mention:
-            device = self._device_stopped(m, ctx)
-            if device is not None:
-                return device
             procedure = self._procedure_like(m, ctx)
-            if procedure is not None:
-                return procedure
-            return Verdict(NCR, Cat.MEDICATION, "med-unnamed", explanation="No drug could be identified.")
-        sources = _attr(m, "source").lower()
-        someone_else = sources == "someone_else" or bool(OTHER_SOURCE.search(quote))
+            return procedure or Verdict(NCR, Cat.MEDICATION, "med-unnamed", explanation="No drug could be identified.")
+        facts = self._med_facts(m, ctx, mention)
+        for rule in MEDICATION_ORDER:
+            verdict = rule(self, facts)
+            if verdict is not None:
+                return verdict
+        raise AssertionError("the last medication rule always decides")
+
+    def _med_facts(self, m: MemoryDraft, ctx: Context, mention: DrugMention) -> MedFacts:
+        quote = regex_text(m.quote)
+        someone_else = _attr(m, "source").lower() == "someone_else" or bool(OTHER_SOURCE.search(quote))
         action = self._action(m, ctx)
         if someone_else and _attr(m, "action").lower() in ("", "taking", "took_once", "started"):
             action = "taking"  # "my wife's pills when mine run out": the borrowing is the news, not a stop
@@ -216,102 +235,150 @@ class MedicationRules:
         match = ctx.idx.match_meds(mention)
         classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
         label = _clip(", ".join(sorted(mention.names)), 60) or "this medicine"
+        return MedFacts(m, ctx, quote, mention, action, someone_else, match, classes, label)
 
-        # a red flag in the same breath (rescue inhaler many times a day) outranks a plain agreement
-        if match.active and action not in ("stopped", "less"):
-            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote), only_classes=self._entry_classes(ctx, match.active))
-            if flag is not None:
-                return flag
+    # ---- the rules, in MEDICATION_ORDER ----------------------------------------------------------------------
 
-        if m.assertion == Assertion.HISTORICAL and action not in ("stopped",):
-            if match.active or match.historical:
-                return Verdict(AGREE, Cat.MEDICATION, "med-historical-known", explanation=f"Past use of {label} is in the record.").cite(*(match.historical or match.active))
-            return Verdict(NCR, Cat.MEDICATION, "med-historical", explanation="Past medication use; nothing current to reconcile.")
+    def _med_red_flag_in_use(self, f: MedFacts) -> Verdict | None:
+        """A red flag in the same breath (rescue inhaler many times a day) outranks a plain agreement."""
+        if not f.match.active or f.action in ("stopped", "less"):
+            return None
+        return self._red_flag_verdict(f.m, f.ctx, f.quote, only_classes=self._entry_classes(f.ctx, f.match.active))
 
-        allergy = self._allergen_taken(m, ctx, mention, action)
-        if allergy is not None:
-            return allergy
+    def _med_historical(self, f: MedFacts) -> Verdict | None:
+        if f.m.assertion != Assertion.HISTORICAL or f.action == "stopped":
+            return None
+        if f.match.active or f.match.historical:
+            return Verdict(AGREE, Cat.MEDICATION, "med-historical-known",
+                           explanation=f"Past use of {f.label} is in the record.").cite(*(f.match.historical or f.match.active))
+        return Verdict(NCR, Cat.MEDICATION, "med-historical", explanation="Past medication use; nothing current to reconcile.")
 
-        if action == "stopped" and _attr(m, "action").lower() == "skipped" and match.active and all(_as_needed(e) for e in match.active):
-            # a dose of an as-needed order not taken is how the order is meant to be used
-            return Verdict(NCR, Cat.MEDICATION, "med-prn-not-needed", explanation=f"{_short(match.active[0])} is ordered as needed.").cite(*match.active)
-        if action == "stopped":
-            if match.active:
-                sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "stop", ("medium", False))
-                v = Verdict(CONTRA, Cat.MEDICATION, "med-stopped-active", sev, safe,
-                            f"Record lists {_short(match.active[0])} as active; patient reports stopping or not taking it.")
-                return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
-            if match.historical:
-                return Verdict(AGREE, Cat.MEDICATION, "med-stopped-agrees", explanation=f"Record also shows {_short(match.historical[0])} as stopped.").cite(*match.historical)
-            return self._careplan_or(m, ctx, Verdict(NCR, Cat.MEDICATION, "med-stopped-unknown", explanation="Stopped a medicine the record does not list."))
+    def _med_listed_allergen(self, f: MedFacts) -> Verdict | None:
+        return self._allergen_taken(f.m, f.ctx, f.mention, f.action)
 
-        if action in ("less", "more", "changed"):
-            if match.active:
-                sev, safe = self._class_sev(self._entry_classes(ctx, match.active), "change", ("medium", False))
-                word = {"less": "taking less than prescribed (e.g. half a tablet)", "more": "taking more than prescribed"}.get(action, "taking a different dose")
-                v = Verdict(CONTRA, Cat.MEDICATION, f"med-dose-{action}", sev, safe,
-                            f"Record lists {_short(match.active[0])} ({match.active[0].detail or 'as prescribed'}); patient reports {word}.")
-                return v.cite(*match.active, *self._indications(ctx, self._entry_classes(ctx, match.active))[:2])
+    def _med_as_needed_not_taken(self, f: MedFacts) -> Verdict | None:
+        """A dose of an as-needed order not taken is how the order is meant to be used."""
+        if f.action != "stopped" or _attr(f.m, "action").lower() != "skipped" or not f.match.active \
+                or not all(_as_needed(e) for e in f.match.active):
+            return None
+        return Verdict(NCR, Cat.MEDICATION, "med-prn-not-needed",
+                       explanation=f"{_short(f.match.active[0])} is ordered as needed.").cite(*f.match.active)
 
-        # taking / started / resumed / took once / changed dose of an unknown drug
-        if match.active and someone_else:
-            v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else", "medium", False,
-                        f"Patient reports taking someone else's {label}; the record's own order is {_short(match.active[0])}.")
-            return v.cite(*match.active)
-        if match.active:
-            mismatch = _dose_mismatch(m, match.active)
-            if mismatch is not None:
-                entry, said = mismatch
-                sev, safe = self._class_sev(self._entry_classes(ctx, [entry]), "change", ("medium", False))
-                v = Verdict(CONTRA, Cat.MEDICATION, "med-dose-mismatch", sev, safe,
-                            f"Record lists {_short(entry)} ({entry.detail or 'as prescribed'}); patient reports {said:g} mg.")
-                return v.cite(entry, *self._indications(ctx, self._entry_classes(ctx, [entry]))[:1])
-            return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(match.active[0])} as active.").cite(*match.active)
-        interactions = self._interactions(ctx, classes, mention.drugs)
-        if match.historical and not match.by_class_only and not (CURRENT_USE.search(regex_text(ctx.around(m))) or action in ("started", "resumed")):
-            # a passing mention of a drug the record shows as stopped or completed ("the amoxicillin they gave me")
-            return Verdict(NCR, Cat.MEDICATION, "med-historical-mention", explanation="Mentions a past medicine; no current use stated.").cite(*match.historical)
-        if match.historical and not match.by_class_only:
-            sev, safe = self._class_sev(classes, "new", ("low", False))
-            v = Verdict(CONTRA, Cat.MEDICATION, "med-taking-stopped", sev, safe,
-                        f"Record shows {_short(match.historical[0])} as {match.historical[0].status}; patient reports taking it.")
-            v.cite(*match.historical)
-        elif match.error and not match.by_class_only:
-            sev, safe = self._class_sev(classes, "new", ("medium", False))
-            v = Verdict(GAP, Cat.MEDICATION, f"{ERROR_RULE_PREFIX}med-only-entry", sev, safe,
-                        f"Patient reports taking {label}; its only record entry ({_short(match.error[0])}) is marked entered-in-error.")
-            v.cite(*match.error)
-            v.cite(*self._indications(ctx, classes, m.quote)[:3])
-        else:
-            if match.by_class_only:
-                # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
-                return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
-            otc = bool(classes) and classes <= (OTC_CLASSES | {"nsaid_like"})
-            if MODAL_START.search(quote) and action not in ("stopped",):
-                return Verdict(NCR, Cat.MEDICATION, "med-considering", explanation="Considering a medicine; nothing taken yet.")
-            if otc and not someone_else and not interactions and OCCASIONAL.search(quote):
-                return Verdict(NCR, Cat.MEDICATION, "med-otc-occasional", explanation=f"Occasional over-the-counter {label}.")
-            if action == "took_once" and otc and not someone_else:
-                # a single over-the-counter dose is coaching material, even where a habit of it would conflict
-                return Verdict(NCR, Cat.MEDICATION, "med-otc-once", explanation=f"A single dose of over-the-counter {label}.")
-            sev, safe = self._class_sev(classes, "new", ("medium", False))
-            if someone_else:
-                sev = _severity_max(sev, "medium")
-            who = "someone else's prescription" if someone_else else ("an undocumented medicine or supplement")
-            v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else" if someone_else else "med-undocumented", sev, safe,
-                        f"Patient reports taking {label} ({who}); the record has no entry for it.")
-            v.cite(*ctx.idx.meds_sharing_ingredient(mention.drugs))
-            v.cite(*self._indications(ctx, classes, m.quote + " " + _attr(m, "reason"))[:4])
-            # therapeutic duplication: what the record already prescribes of the same class
-            v.cite(*ctx.idx.meds_of_classes(classes - BROAD_CLASSES)[:2])
-            self._cite_new_medicine_rule(v, ctx)
-            v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
+    def _med_stopped(self, f: MedFacts) -> Verdict | None:
+        if f.action != "stopped":
+            return None
+        if f.match.active:
+            sev, safe = self._class_sev(self._entry_classes(f.ctx, f.match.active), "stop", ("medium", False))
+            v = Verdict(CONTRA, Cat.MEDICATION, "med-stopped-active", sev, safe,
+                        f"Record lists {_short(f.match.active[0])} as active; patient reports stopping or not taking it.")
+            return v.cite(*f.match.active, *self._indications(f.ctx, self._entry_classes(f.ctx, f.match.active))[:2])
+        if f.match.historical:
+            return Verdict(AGREE, Cat.MEDICATION, "med-stopped-agrees",
+                           explanation=f"Record also shows {_short(f.match.historical[0])} as stopped.").cite(*f.match.historical)
+        return self._careplan_or(f.m, f.ctx, Verdict(NCR, Cat.MEDICATION, "med-stopped-unknown",
+                                                     explanation="Stopped a medicine the record does not list."))
+
+    def _med_dose_changed(self, f: MedFacts) -> Verdict | None:
+        if f.action not in ("less", "more", "changed") or not f.match.active:
+            return None
+        sev, safe = self._class_sev(self._entry_classes(f.ctx, f.match.active), "change", ("medium", False))
+        word = {"less": "taking less than prescribed (e.g. half a tablet)", "more": "taking more than prescribed"}.get(f.action, "taking a different dose")
+        v = Verdict(CONTRA, Cat.MEDICATION, f"med-dose-{f.action}", sev, safe,
+                    f"Record lists {_short(f.match.active[0])} ({f.match.active[0].detail or 'as prescribed'}); patient reports {word}.")
+        return v.cite(*f.match.active, *self._indications(f.ctx, self._entry_classes(f.ctx, f.match.active))[:2])
+
+    def _med_borrowed_beside_own_order(self, f: MedFacts) -> Verdict | None:
+        if not (f.match.active and f.someone_else):
+            return None
+        v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else", "medium", False,
+                    f"Patient reports taking someone else's {f.label}; the record's own order is {_short(f.match.active[0])}.")
+        return v.cite(*f.match.active)
+
+    def _med_active_order(self, f: MedFacts) -> Verdict | None:
+        """Taking what the record orders: agreement, unless the stated strength is not the ordered one."""
+        if not f.match.active:
+            return None
+        mismatch = _dose_mismatch(f.m, f.match.active)
+        if mismatch is not None:
+            entry, said = mismatch
+            sev, safe = self._class_sev(self._entry_classes(f.ctx, [entry]), "change", ("medium", False))
+            v = Verdict(CONTRA, Cat.MEDICATION, "med-dose-mismatch", sev, safe,
+                        f"Record lists {_short(entry)} ({entry.detail or 'as prescribed'}); patient reports {said:g} mg.")
+            return v.cite(entry, *self._indications(f.ctx, self._entry_classes(f.ctx, [entry]))[:1])
+        return Verdict(AGREE, Cat.MEDICATION, "med-active-agrees", explanation=f"Record lists {_short(f.match.active[0])} as active.").cite(*f.match.active)
+
+    def _med_past_mention(self, f: MedFacts) -> Verdict | None:
+        """A passing mention of a drug the record shows as stopped or completed ("the amoxicillin they gave me")."""
+        if not f.match.historical or f.match.by_class_only or CURRENT_USE.search(regex_text(f.ctx.around(f.m))) \
+                or f.action in ("started", "resumed"):
+            return None
+        return Verdict(NCR, Cat.MEDICATION, "med-historical-mention",
+                       explanation="Mentions a past medicine; no current use stated.").cite(*f.match.historical)
+
+    def _med_not_in_active_record(self, f: MedFacts) -> Verdict:
+        """Taking a drug with no active order: a stopped one restarted, a voided entry, or an undocumented drug;
+        then its interactions with the record and any care-plan restriction it runs into."""
+        interactions = self._interactions(f.ctx, f.classes, f.mention.drugs)
+        v = self._med_restarted_or_voided(f) or self._med_new_use(f, interactions)
+        if v.kind == NCR:
+            return v
         for sev, safe, why, partners in interactions:
             v.raise_to(sev, safe)
             v.cite(*partners[:3])
             if why not in v.explanation:
                 v.explanation = f"{v.explanation} Interaction: {why}."
-        return self._careplan_or(m, ctx, v)
+        return self._careplan_or(f.m, f.ctx, v)
+
+    # ---- parts of the last rule --------------------------------------------------------------------------
+
+    def _med_restarted_or_voided(self, f: MedFacts) -> Verdict | None:
+        if f.match.by_class_only:
+            return None
+        if f.match.historical:
+            sev, safe = self._class_sev(f.classes, "new", ("low", False))
+            v = Verdict(CONTRA, Cat.MEDICATION, "med-taking-stopped", sev, safe,
+                        f"Record shows {_short(f.match.historical[0])} as {f.match.historical[0].status}; patient reports taking it.")
+            return v.cite(*f.match.historical)
+        if f.match.error:
+            sev, safe = self._class_sev(f.classes, "new", ("medium", False))
+            v = Verdict(GAP, Cat.MEDICATION, f"{ERROR_RULE_PREFIX}med-only-entry", sev, safe,
+                        f"Patient reports taking {f.label}; its only record entry ({_short(f.match.error[0])}) is marked entered-in-error.")
+            v.cite(*f.match.error)
+            return v.cite(*self._indications(f.ctx, f.classes, f.m.quote)[:3])
+        return None
+
+    def _med_new_use(self, f: MedFacts, interactions: list) -> Verdict:
+        quiet = self._med_quiet_new_use(f, interactions)
+        if quiet is not None:
+            return quiet
+        m, ctx = f.m, f.ctx
+        sev, safe = self._class_sev(f.classes, "new", ("medium", False))
+        if f.someone_else:
+            sev = _severity_max(sev, "medium")
+        who = "someone else's prescription" if f.someone_else else ("an undocumented medicine or supplement")
+        v = Verdict(GAP, Cat.MEDICATION, "med-undocumented-someone-else" if f.someone_else else "med-undocumented", sev, safe,
+                    f"Patient reports taking {f.label} ({who}); the record has no entry for it.")
+        v.cite(*ctx.idx.meds_sharing_ingredient(f.mention.drugs))
+        v.cite(*self._indications(ctx, f.classes, m.quote + " " + _attr(m, "reason"))[:4])
+        v.cite(*ctx.idx.meds_of_classes(f.classes - BROAD_CLASSES)[:2])  # therapeutic duplication: the same class on record
+        self._cite_new_medicine_rule(v, ctx)
+        v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
+        return v
+
+    def _med_quiet_new_use(self, f: MedFacts, interactions: list) -> Verdict | None:
+        """New use that is not worth a reviewer's look: a lay class alone, a plan, an occasional or single OTC dose."""
+        if f.match.by_class_only:
+            # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
+            return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
+        otc = bool(f.classes) and f.classes <= (OTC_CLASSES | {"nsaid_like"})
+        if MODAL_START.search(f.quote) and f.action != "stopped":
+            return Verdict(NCR, Cat.MEDICATION, "med-considering", explanation="Considering a medicine; nothing taken yet.")
+        if otc and not f.someone_else and not interactions and OCCASIONAL.search(f.quote):
+            return Verdict(NCR, Cat.MEDICATION, "med-otc-occasional", explanation=f"Occasional over-the-counter {f.label}.")
+        if f.action == "took_once" and otc and not f.someone_else:
+            # a single over-the-counter dose is coaching material, even where a habit of it would conflict
+            return Verdict(NCR, Cat.MEDICATION, "med-otc-once", explanation=f"A single dose of over-the-counter {f.label}.")
+        return None
 
     def _allergen_taken(self, m: MemoryDraft, ctx: Context, mention: DrugMention, action: str) -> Verdict | None:
         if action in ("stopped",) or not mention.drugs:
@@ -379,3 +446,18 @@ def _drug_clause(quote: str, kb: Knowledge) -> str:
     clauses = [c for c in CLAUSE_SPLIT.split(regex_text(quote)) if c and c.strip()]
     hits = [c for c in clauses if drugs_in_text(c, kb).drugs]
     return hits[0] if len(hits) == 1 else ""
+
+
+# The decision order of a medication memory: the first rule that returns a verdict decides.
+MEDICATION_ORDER = (
+    MedicationRules._med_red_flag_in_use,
+    MedicationRules._med_historical,
+    MedicationRules._med_listed_allergen,
+    MedicationRules._med_as_needed_not_taken,
+    MedicationRules._med_stopped,
+    MedicationRules._med_dose_changed,
+    MedicationRules._med_borrowed_beside_own_order,
+    MedicationRules._med_active_order,
+    MedicationRules._med_past_mention,
+    MedicationRules._med_not_in_active_record,
+)
