@@ -179,7 +179,8 @@ def _limits() -> dict[str, int]:
 
 def _upload_import(*, upload_id: int, start_pipeline: bool, actor: AbstractBaseUser | None, mapped: bool) -> Upload:
     with transaction.atomic():
-        upload = Upload.objects.select_for_update().select_related("platform").get(pk=upload_id)
+        # Lock the upload row only: PostgreSQL refuses FOR UPDATE on the nullable side of the platform join.
+        upload = Upload.objects.select_for_update(of=("self",)).select_related("platform").get(pk=upload_id)
         if upload.sealed_at is not None or upload.status in TERMINAL:
             return upload
         try:
