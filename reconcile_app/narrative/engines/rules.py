@@ -65,7 +65,7 @@ _INTAKE = frozenset("take taken took taking done doing use used using had touche
 _FREQUENCY = re.compile(
     r"\b(every (?:morning|night|day|evening|other day|week|sunday|monday|tuesday|wednesday|thursday|friday|saturday|\d+ (?:hours|days|weeks))|"
     r"(?:once|twice|\d+x|\d+ times|three times) (?:a|per) (?:day|week|month)|daily|nightly|weekly|at night|at bedtime|"
-    r"in the morning|before (?:breakfast|bed|meals)|with (?:breakfast|dinner|meals)|as needed|when i need it|"
+    r"in the morning|before (?:breakfast|bed|meals)|with (?:breakfast|dinner|meals)|as needed|when i need(?: it)|"
     r"\d(?:-\d)? (?:nights|days|times) a week|every two weeks|every 2 weeks|like clockwork)\b")
 _DOSE = re.compile(r"\b(\d+(?:\.\d+)?\s*(?:mg|mcg|milligrams?|units?|ml|cc|puffs?|tabs?|tablets?|pills?|capsules?|caps)|the \d{2,4}s|\d+ of each|\d+ (?:in the morning|at night))\b")
 _OTC = re.compile(r"\b(over the counter|otc|bought|drugstore|drug store|cvs|walgreens|target|walmart|costco|amazon)\b")
@@ -118,7 +118,7 @@ _STATUS_WORDS = [
 _GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
 _PREFERENCE = re.compile(r"\b((?:i|we)(?:'d| would)? (?:really )?(?:prefer|rather|like|love|hate|enjoy|adore)|id rather|rather not|"
                          r"can'?t stand|(?:i|we) (?:don'?t|do not) (?:like|want|enjoy)|favou?rite|not a fan|too expensive|"
-                         r"works better for me|easier for me)\b")
+                         r"works better|easier for me)\b")
 _PARTS = (r"knees?|hips?|back|neck|shoulders?|foot|feet|ankles?|legs?|arms?|hands?|wrists?|elbows?|head|stomach|"
           r"belly|jaw|tooth|teeth|ears?|eyes?|toes?|fingers?|calf|calves|side|joints?|heels?|throat|gut|ribs?|groin|bladder")
 _BODY_PAIN = re.compile(
@@ -131,7 +131,7 @@ _BODY_PAIN = re.compile(
 _DIAGNOSED = re.compile(
     r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
     r"says i (?:have|had)|tested positive for|turns out i (?:have|had)|said it(?:'s| is| was)|says it(?:'s| is)|"
-    r"told me it(?:'s| is| was)|turned out to be|came back positive for|confirmed (?:it was|i have))\s+['\"\u2018\u201c]?(?:a |an |some |mild |early |the )?"
+    r"told me it(?:'s| is| was)|turned out(?: to be)|came back positive for|confirmed (?:it was|i have))\s+['\"\u2018\u201c]?(?:a |an |some |mild |early |the )?"
     r"([a-z][a-z'\- ]{2,40}?)['\"\u2019\u201d]?(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
 _STOP_CONDITION = frozenset("it that this something nothing anything everything to be a an the my no not any fine ok okay "
                             "normal good nothing probably just only too all and or but so then because if when".split())
