@@ -86,6 +86,8 @@ def _flash_outcome(request: HttpRequest, upload: Upload) -> None:
                                   f"{len(summary['conflicts'])} conflict(s).")
     elif upload.status == Upload.Status.HELD:
         messages.warning(request, "Stored and held: the patient named by the file is not known yet. An admin can map it.")
+    elif upload.status == Upload.Status.FAILED:
+        messages.error(request, f"Stored, but the import failed: {upload.rejection}")
     else:
         messages.error(request, "Stored but not imported: the file has errors (listed below).")
 

@@ -310,3 +310,13 @@ def test_enrol_platform_command_binds_a_platform_to_a_patient(client, patient):
     assert _post(client, token, transcript_bytes()).status_code == 202
     with pytest.raises(CommandError, match="no single patient"):
         call_command("enrol_platform", "CliCoach", "--patient", "Patient/nobody", stdout=StringIO())
+
+
+def test_the_upload_page_says_when_an_import_failed(admin_client, patient, monkeypatch):
+    def broken(**kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(services, "_sessions_store", broken)
+    file = SimpleUploadedFile("week.json", transcript_bytes(), content_type="application/json")
+    page = admin_client.post(reverse("transcripts:upload_create"), {"file": file}, follow=True)
+    assert page.status_code == 200 and "Stored, but the import failed: internal error (RuntimeError)" in page.content.decode()
