@@ -222,6 +222,8 @@ OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 2)
 
 # SMART on FHIR.
 SMART_SANDBOX_ENABLED = env_bool("SMART_SANDBOX_ENABLED", False)
+# Where the sandbox EHR's chart frames the app; empty: the launch URL the app registered with it.
+SANDBOX_APP_LAUNCH_URL = env_str("SANDBOX_APP_LAUNCH_URL", "")
 SMART_HTTP_TIMEOUT_SECONDS = env_int("SMART_HTTP_TIMEOUT_SECONDS", 15)
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 FHIR_PAGE_SIZE = env_int("FHIR_PAGE_SIZE", 100)  # _count per search page; 500-1000 where the EHR allows
