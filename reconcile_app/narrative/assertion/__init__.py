@@ -1,0 +1,4 @@
+"""Assertion and subject of clinical targets in chat through medspaCy's ConText, with conversation rules as data."""
+from .medspacy_context import Assertion, MedspacyContext, SpeakerFrame, assert_targets, default_context, speaker_frame
+
+__all__ = ["Assertion", "MedspacyContext", "SpeakerFrame", "assert_targets", "default_context", "speaker_frame"]

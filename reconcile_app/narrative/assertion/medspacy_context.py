@@ -1,0 +1,332 @@
+"""Assertion and subject of clinical targets in one chat sentence through medspaCy's ConText, with conversation rules as data.
+
+Pipeline: spaCy's blank English tokenizer (no model, nothing downloaded), medspaCy's ConText component loaded with the
+medspaCy default lexicon (minus the note-only rules the data file disables) and the chat rules of
+narrative/data/context_rules.json. Tokens are matched on NORM, so chat contractions fold ('dont' -> 'do not').
+
+Decision order for the subject of one target (each step a named function below):
+  1. a beneficiary after the target ("insulin for my mom") makes it the other person's;
+  2. otherwise the nearest experiencer cue before the target whose scope reaches it: the patient's own "I" ends another
+     person's scope and the reverse (ConText terminating types); a clinician is never the experiencer;
+  3. "my" right before the target, after another person's cue, is a possessive, not the experiencer;
+  4. no cue: the caller's default (the patient, or the person the coach just asked about);
+  5. a caregiver frame ("this is her son") swaps: her pronouns are the patient, the typist's "I" is another person.
+Assertion flags are every ConText category whose modifier reaches the target (negated, uncertain, hypothetical, with
+hearsay counted as hypothetical, historical); several can hold at once.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from .rules import RULES_PATH, RuleSet, load_rules, phrase_expansions
+
+PATIENT, OTHER = "patient", "other"
+SELF_PRONOUNS = {"she": frozenset("she her hers herself".split()), "he": frozenset("he him his himself".split())}
+_DEFAULT_SPAN_GROUP = "medspacy_spans"
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """ConText's verdict on one target: whose fact it is and how it is asserted."""
+
+    subject: str = PATIENT  # "patient" or "other"
+    relation: str = ""  # the other person ("brother", "named person", "caregiver"); "" for the patient
+    negated: bool = False
+    hypothetical: bool = False  # plans, conditionals, hearsay and media
+    historical: bool = False
+    uncertain: bool = False
+    owner: str = ""  # the patient took someone else's supply: whose it was
+    cues: tuple[str, ...] = ()  # "NEGATED_EXISTENCE:no", for explanations
+
+    @property
+    def is_patient_affirmed(self) -> bool:
+        return self.subject == PATIENT and not (self.negated or self.hypothetical or self.historical or self.uncertain)
+
+
+@dataclass(frozen=True)
+class SpeakerFrame:
+    """Someone other than the patient is typing for the patient (found by `speaker_frame`)."""
+
+    caregiver: str  # the typist's relation to the patient ("son"), or "caregiver"
+    patient_words: frozenset[str] = frozenset()  # pronouns and relation words that now mean the patient
+
+
+@dataclass
+class _Mod:
+    start: int
+    end: int
+    category: str
+    direction: str
+    literal: str
+    text: tuple[str, ...]  # NORM of each token
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class MedspacyContext:
+    """One spaCy tokenizer plus one ConText component, built once; `assert_targets` is safe to call from threads."""
+
+    def __init__(self, rules_path: Path = RULES_PATH) -> None:
+        self.rules: RuleSet = load_rules(rules_path)
+        self._nlp, self._context, self._frames, self._frame_ends = _build(self.rules)
+        self._lock = threading.Lock()  # the ConText component keeps per-call state on itself
+
+    # ---- the interface the rules engine calls ------------------------------------------------------
+
+    def assert_targets(self, sentence_text: str, target_spans: Sequence[tuple[int, int]], *,
+                       names: Sequence[tuple[int, int]] = (), frame: SpeakerFrame | None = None,
+                       default_subject: str = PATIENT, default_relation: str = "") -> list[Assertion]:
+        """One Assertion per target span (character offsets into sentence_text), in the same order.
+
+        names: character spans of people's names (the engine's name finder); frame: a caregiver typing for the patient;
+        default_subject/default_relation: whose fact a target is when the sentence names nobody (the engine's discourse
+        state, e.g. the coach just asked about the husband).
+        """
+        if not target_spans:
+            return []
+        doc = self._nlp.make_doc(sentence_text)
+        targets = _spans(doc, target_spans)
+        _set_names(doc, names)
+        doc.spans[_DEFAULT_SPAN_GROUP] = [t for t in targets if t is not None]
+        with self._lock:
+            self._context(doc)
+        graph = doc._.context_graph
+        norms = [t.norm_ for t in doc]
+        converted = {id(m): _as_mod(m, norms) for m in graph.modifiers}
+        mods = sorted(converted.values(), key=lambda m: m.start)
+        by_target: dict[tuple[int, int], list[_Mod]] = {}
+        for target, modifier in graph.edges:
+            by_target.setdefault((target.start, target.end), []).append(converted[id(modifier)])
+        out = []
+        for span in targets:
+            if span is None:
+                out.append(Assertion(default_subject, default_relation, cues=("unaligned",)))
+                continue
+            out.append(self._verdict(span.start, span.end, by_target.get((span.start, span.end), []), mods,
+                                     frame, default_subject, default_relation))
+        return out
+
+    def speaker_frame(self, turn_text: str, current: SpeakerFrame | None = None, *,
+                      names: Sequence[tuple[int, int]] = ()) -> SpeakerFrame | None:
+        """The caregiver frame after this turn: a new one it opens, None when the typist now speaks for themself,
+        else `current` (the engine carries it through the session)."""
+        doc = self._nlp.make_doc(turn_text)
+        _set_names(doc, names)
+        if self._frame_ends(doc):
+            return None
+        found = self._frames(doc)
+        if not found:
+            return current
+        _, start, end = max(found, key=lambda m: (m[2] - m[1], -m[1]))
+        return _frame_from(tuple(t.norm_ for t in doc[start:end]), self.rules.vocabularies["relation"])
+
+    # ---- decisions -----------------------------------------------------------------------------------
+
+    def _verdict(self, start: int, end: int, on_target: list[_Mod], mods: list[_Mod], frame: SpeakerFrame | None,
+                 default_subject: str, default_relation: str) -> Assertion:
+        flags: dict[str, bool] = {}
+        cues = []
+        for mod in on_target:
+            meaning = self.rules.categories.get(mod.category, "")
+            if meaning and not meaning.startswith("subject:"):
+                flags[meaning] = True
+                cues.append(f"{mod.category}:{mod.literal}")
+        chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
+        chosen = _possessive_determiner(chosen, start, mods, self.rules.categories)
+        subject, relation, owner = self._subject_of(chosen, default_subject, default_relation)
+        if frame is not None:
+            subject, relation = _apply_frame(frame, chosen, subject, relation)
+        if chosen is not None:
+            cues.append(f"{chosen.category}:{chosen.literal}")
+        return Assertion(subject, relation, flags.get("negated", False), flags.get("hypothetical", False),
+                         flags.get("historical", False), flags.get("uncertain", False), owner, tuple(cues))
+
+    def _subject_of(self, chosen: _Mod | None, default_subject: str, default_relation: str) -> tuple[str, str, str]:
+        if chosen is None:
+            return default_subject, default_relation if default_subject == OTHER else "", ""
+        meaning = self.rules.categories[chosen.category]
+        if meaning == "subject:other":
+            return OTHER, _relation_of(chosen, self.rules.vocabularies), ""
+        owner = _relation_of(chosen, self.rules.vocabularies) if chosen.metadata.get("owner") else ""
+        return PATIENT, "", owner
+
+
+# ---- decision steps ---------------------------------------------------------------------------------------
+
+
+def _beneficiary(on_target: list[_Mod], end: int) -> _Mod | None:
+    """Step 1: a backward OTHER cue after the target ("insulin for my mom")."""
+    after = [m for m in on_target if m.direction == "BACKWARD" and m.start >= end and m.category == "OTHER_EXPERIENCER"]
+    return min(after, key=lambda m: m.start) if after else None
+
+
+def _nearest_before(on_target: list[_Mod], start: int, categories: dict[str, str]) -> _Mod | None:
+    """Step 2: the nearest experiencer cue before the target whose (terminated) scope reaches it."""
+    before = [m for m in on_target if m.end <= start and categories.get(m.category, "").startswith("subject:")]
+    return max(before, key=lambda m: m.start) if before else None
+
+
+def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], categories: dict[str, str]) -> _Mod | None:
+    """Step 3: "my brother has been taking my oxycodone": 'my' owns the drug; the brother is still the experiencer."""
+    if chosen is None or chosen.category != "SELF_EXPERIENCER" or chosen.text not in (("my",), ("our",)) \
+            or chosen.end < start - 1:
+        return chosen
+    for mod in reversed([m for m in mods if m.end <= chosen.start]):
+        if mod.direction == "TERMINATE" or mod.category == "SELF_EXPERIENCER":
+            return chosen
+        if mod.category == "OTHER_EXPERIENCER" and mod.direction == "FORWARD":
+            return mod
+    return chosen
+
+
+def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relation: str) -> tuple[str, str]:
+    """Step 5: a caregiver typing: the cared-for person's words are the patient, the typist's first person is not."""
+    if chosen is None:
+        return subject, relation
+    if chosen.category == "SELF_EXPERIENCER" and not chosen.metadata.get("owner"):
+        return OTHER, frame.caregiver
+    if chosen.category == "OTHER_EXPERIENCER" and frame.patient_words & set(chosen.text):
+        return PATIENT, ""
+    return subject, relation
+
+
+def _relation_of(mod: _Mod, vocab: dict[str, frozenset[str]]) -> str:
+    for word in mod.text:
+        if word in vocab["relation"]:
+            base = word[:-1] if word.endswith("s") and word[:-1] in vocab["relation"] else word
+            return base
+    if any(w in vocab["other_pronoun"] for w in mod.text):
+        return "other person"
+    return "named person"
+
+
+def _frame_from(words: tuple[str, ...], relations: frozenset[str]) -> SpeakerFrame:
+    """'this is her son' -> the son types, 'she/her' is the patient; 'typing for my dad' -> 'dad' is the patient."""
+    patient: set[str] = set()
+    for pronoun in ("her", "his"):
+        if pronoun in words:
+            patient |= SELF_PRONOUNS["she" if pronoun == "her" else "he"]
+    if "him" in words:
+        patient |= SELF_PRONOUNS["he"]
+    rels = [w for w in words if w in relations]
+    caregiver = "caregiver"
+    if any(w in words for w in ("typing", "writing", "texting", "answering", "messaging")):
+        patient |= set(rels)  # "typing for my dad": the relation named is the patient, and so are the pronouns
+        patient |= SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"]
+    elif rels:
+        caregiver = rels[-1]  # "this is her son": the relation named is the typist
+    if not patient:
+        patient = SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"]  # "this is Neely's son": either pronoun
+    return SpeakerFrame(caregiver, frozenset(patient))
+
+
+# ---- spaCy plumbing ---------------------------------------------------------------------------------------
+
+
+def _spans(doc: Any, char_spans: Sequence[tuple[int, int]]) -> list[Any]:
+    out = []
+    for start, end in char_spans:
+        span = doc.char_span(start, end, alignment_mode="expand") if 0 <= start < end <= len(doc.text) else None
+        out.append(span if span is not None and len(span) else None)
+    return out
+
+
+def _set_names(doc: Any, names: Sequence[tuple[int, int]]) -> None:
+    if not names:
+        return
+    from spacy.tokens import Span
+    from spacy.util import filter_spans
+
+    spans = [s for s in _spans(doc, names) if s is not None]
+    doc.ents = filter_spans([Span(doc, s.start, s.end, label="PERSON") for s in spans])
+
+
+def _as_mod(modifier: Any, norms: list[str]) -> _Mod:
+    start, end = modifier.modifier_span
+    rule = modifier.rule
+    meta = rule.metadata or {}
+    return _Mod(start, end, rule.category, rule.direction.upper(), meta.get("rule", rule.literal), tuple(norms[start:end]),
+                meta)
+
+
+def _build(rules: RuleSet) -> tuple[Any, Any, Any, Any]:
+    """spaCy blank English + ConText with our rules; medspaCy's import is kept from changing global warning filters."""
+    with warnings.catch_warnings():
+        import spacy
+        from spacy.matcher import Matcher
+        from medspacy.context import ConText, ConTextRule
+        import medspacy
+    _quiet_loguru()
+    nlp = spacy.blank("en")
+    context = ConText(nlp, rules=None, phrase_matcher_attr="NORM", input_span_type="group",
+                      span_group_name=_DEFAULT_SPAN_GROUP, terminating_types=rules.terminating_types,
+                      max_scope=64, span_attrs=None)
+    if rules.use_default_lexicon:
+        default = Path(medspacy.__file__).resolve().parents[1] / "resources" / "en" / "context_rules.json"
+        for rule in ConTextRule.from_json(str(default)):
+            if rule.literal.lower() in rules.disabled_defaults:
+                continue
+            scope = rule.max_scope
+            if scope is None and rules.default_max_scope and rule.direction.upper() not in ("TERMINATE", "PSEUDO"):
+                scope = rules.default_max_scope
+            context.add(_context_rules(ConTextRule, rule.literal, rule.category, rule.direction, rule.pattern, scope,
+                                       {"source": "medspacy"}))
+    for spec in rules.rules:
+        context.add(_context_rules(ConTextRule, spec.literal, spec.category, spec.direction, spec.pattern,
+                                   spec.max_scope, {**spec.metadata, "source": spec.source}))
+    frames, ends = Matcher(nlp.vocab), Matcher(nlp.vocab)
+    for i, spec in enumerate(rules.frame_patterns):
+        frames.add(f"frame{i}", [spec.pattern])
+    for i, spec in enumerate(rules.frame_ends):
+        ends.add(f"end{i}", [spec.pattern])
+    return nlp, context, frames, ends
+
+
+def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, pattern: Any, max_scope: int | None,
+                   metadata: dict[str, Any]) -> list[Any]:
+    """One ConTextRule per phrase when the pattern expands to phrases (fast lookup), else the token pattern itself."""
+    meta = {**metadata, "rule": literal}
+    if direction.upper() == "TERMINATE":
+        # medspaCy's tuple_overlaps misses a scope lying strictly inside another, so a terminator whose scope is the
+        # whole sentence never cuts a short negation window; a one-token scope around it overlaps every scope that
+        # contains it.
+        max_scope = 1
+    phrases = phrase_expansions(pattern) if isinstance(pattern, list) else None
+    if phrases is not None:
+        return [rule_cls(p, category, direction=direction, max_scope=max_scope, metadata=meta) for p in phrases]
+    return [rule_cls(literal, category, pattern=pattern, direction=direction, max_scope=max_scope, metadata=meta)]
+
+
+def _quiet_loguru() -> None:
+    """PyRuSH (pulled in by medspaCy, unused here) logs through loguru; keep it out of the app's logs."""
+    try:
+        from loguru import logger
+    except ImportError:  # pragma: no cover - loguru comes with medspaCy
+        return
+    logger.disable("PyRuSH")
+
+
+_DEFAULT: MedspacyContext | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_context() -> MedspacyContext:
+    """The process-wide instance (spaCy and the rules load once, about a second)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = MedspacyContext()
+        return _DEFAULT
+
+
+def assert_targets(sentence_text: str, target_spans: Sequence[tuple[int, int]], **kwargs: Any) -> list[Assertion]:
+    """Module-level shortcut to `default_context().assert_targets` (see there)."""
+    return default_context().assert_targets(sentence_text, target_spans, **kwargs)
+
+
+def speaker_frame(turn_text: str, current: SpeakerFrame | None = None, **kwargs: Any) -> SpeakerFrame | None:
+    """Module-level shortcut to `default_context().speaker_frame` (see there)."""
+    return default_context().speaker_frame(turn_text, current, **kwargs)
