@@ -71,7 +71,7 @@ class MedspacyContext:
 
     def __init__(self, rules_path: Path = RULES_PATH) -> None:
         self.rules: RuleSet = load_rules(rules_path)
-        self._nlp, self._context, self._frames, self._frame_ends = _build(self.rules)
+        self._nlp, self._context, self._frames = _build(self.rules)
         self._lock = threading.Lock()  # the ConText component keeps per-call state on itself
 
     # ---- the interface the rules engine calls ------------------------------------------------------
@@ -89,7 +89,8 @@ class MedspacyContext:
             return []
         doc = self._nlp.make_doc(sentence_text)
         targets = _spans(doc, target_spans)
-        _set_names(doc, names)
+        # a target is never a person, whatever a name finder says about a capitalised brand ("his Coumadin")
+        _set_names(doc, [n for n in names if not any(n[0] < e and s < n[1] for s, e in target_spans)])
         doc.spans[_DEFAULT_SPAN_GROUP] = [t for t in targets if t is not None]
         with self._lock:
             self._context(doc)
@@ -105,28 +106,26 @@ class MedspacyContext:
             if span is None:
                 out.append(Assertion(default_subject, default_relation, cues=("unaligned",)))
                 continue
-            out.append(self._verdict(span.start, span.end, by_target.get((span.start, span.end), []), mods,
+            out.append(self._verdict(span.start, span.end, by_target.get((span.start, span.end), []), mods, norms,
                                      frame, default_subject, default_relation))
         return out
 
     def speaker_frame(self, turn_text: str, current: SpeakerFrame | None = None, *,
                       names: Sequence[tuple[int, int]] = ()) -> SpeakerFrame | None:
-        """The caregiver frame after this turn: a new one it opens, None when the typist now speaks for themself,
-        else `current` (the engine carries it through the session)."""
+        """The caregiver frame after this turn: the one it opens, else `current` (the engine carries it through the
+        session: a caregiver who says they now type for themself still speaks about the patient)."""
         doc = self._nlp.make_doc(turn_text)
         _set_names(doc, names)
-        if self._frame_ends(doc):
-            return None
         found = self._frames(doc)
         if not found:
             return current
         _, start, end = max(found, key=lambda m: (m[2] - m[1], -m[1]))
-        return _frame_from(tuple(t.norm_ for t in doc[start:end]), self.rules.vocabularies["relation"])
+        return _frame_from(tuple(t.norm_ for t in doc[start:end]), self.rules)
 
     # ---- decisions -----------------------------------------------------------------------------------
 
-    def _verdict(self, start: int, end: int, on_target: list[_Mod], mods: list[_Mod], frame: SpeakerFrame | None,
-                 default_subject: str, default_relation: str) -> Assertion:
+    def _verdict(self, start: int, end: int, on_target: list[_Mod], mods: list[_Mod], norms: list[str],
+                 frame: SpeakerFrame | None, default_subject: str, default_relation: str) -> Assertion:
         flags: dict[str, bool] = {}
         cues = []
         for mod in on_target:
@@ -135,7 +134,7 @@ class MedspacyContext:
                 flags[meaning] = True
                 cues.append(f"{mod.category}:{mod.literal}")
         chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
-        chosen = _possessive_determiner(chosen, start, mods, self.rules.categories)
+        chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies["took_verb"])
         subject, relation, owner = self._subject_of(chosen, default_subject, default_relation)
         if frame is not None:
             subject, relation = _apply_frame(frame, chosen, subject, relation)
@@ -159,7 +158,8 @@ class MedspacyContext:
 
 def _beneficiary(on_target: list[_Mod], end: int) -> _Mod | None:
     """Step 1: a backward OTHER cue after the target ("insulin for my mom")."""
-    after = [m for m in on_target if m.direction == "BACKWARD" and m.start >= end and m.category == "OTHER_EXPERIENCER"]
+    after = [m for m in on_target if m.direction in ("BACKWARD", "BIDIRECTIONAL") and m.start >= end
+             and m.category == "OTHER_EXPERIENCER"]
     return min(after, key=lambda m: m.start) if after else None
 
 
@@ -169,8 +169,10 @@ def _nearest_before(on_target: list[_Mod], start: int, categories: dict[str, str
     return max(before, key=lambda m: m.start) if before else None
 
 
-def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], categories: dict[str, str]) -> _Mod | None:
-    """Step 3: "my brother has been taking my oxycodone": 'my' owns the drug; the brother is still the experiencer."""
+def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], norms: list[str],
+                           took: frozenset[str]) -> _Mod | None:
+    """Step 3: "my brother has been taking my oxycodone": 'my' owns the drug and the brother, who takes it, is the
+    experiencer; without a taking verb between them ("she saw my labetalol") 'my' stays the patient."""
     if chosen is None or chosen.category != "SELF_EXPERIENCER" or chosen.text not in (("my",), ("our",)) \
             or chosen.end < start - 1:
         return chosen
@@ -178,7 +180,7 @@ def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], ca
         if mod.direction == "TERMINATE" or mod.category == "SELF_EXPERIENCER":
             return chosen
         if mod.category == "OTHER_EXPERIENCER" and mod.direction == "FORWARD":
-            return mod
+            return mod if any(w in took for w in norms[mod.end : chosen.start]) else chosen
     return chosen
 
 
@@ -203,23 +205,24 @@ def _relation_of(mod: _Mod, vocab: dict[str, frozenset[str]]) -> str:
     return "named person"
 
 
-def _frame_from(words: tuple[str, ...], relations: frozenset[str]) -> SpeakerFrame:
-    """'this is her son' -> the son types, 'she/her' is the patient; 'typing for my dad' -> 'dad' is the patient."""
+def _frame_from(words: tuple[str, ...], rules: RuleSet) -> SpeakerFrame:
+    """'this is her son' -> the son types; 'she/her' and 'mom' are the patient. 'typing for my dad' -> 'dad' and either
+    pronoun are the patient. 'this is Mike typing' -> either pronoun is the patient."""
+    relations = rules.vocabularies["relation"]
     patient: set[str] = set()
-    for pronoun in ("her", "his"):
-        if pronoun in words:
-            patient |= SELF_PRONOUNS["she" if pronoun == "her" else "he"]
-    if "him" in words:
+    if "her" in words:
+        patient |= SELF_PRONOUNS["she"]
+    if "his" in words or "him" in words:
         patient |= SELF_PRONOUNS["he"]
     rels = [w for w in words if w in relations]
     caregiver = "caregiver"
-    if any(w in words for w in ("typing", "writing", "texting", "answering", "messaging")):
-        patient |= set(rels)  # "typing for my dad": the relation named is the patient, and so are the pronouns
-        patient |= SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"]
+    if rules.typing_words & set(words):
+        patient |= set(rels)  # "typing for my dad", "mom asked me to type": the relation named is the patient
     elif rels:
         caregiver = rels[-1]  # "this is her son": the relation named is the typist
-    if not patient:
-        patient = SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"]  # "this is Neely's son": either pronoun
+        patient |= rules.inverse_relations.get(caregiver, frozenset())
+    if not patient & (SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"]):
+        patient |= SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"]  # the patient's sex is not said: either pronoun
     return SpeakerFrame(caregiver, frozenset(patient))
 
 
@@ -252,7 +255,7 @@ def _as_mod(modifier: Any, norms: list[str]) -> _Mod:
                 meta)
 
 
-def _build(rules: RuleSet) -> tuple[Any, Any, Any, Any]:
+def _build(rules: RuleSet) -> tuple[Any, Any, Any]:
     """spaCy blank English + ConText with our rules; medspaCy's import is kept from changing global warning filters."""
     with warnings.catch_warnings():
         import spacy
@@ -277,12 +280,10 @@ def _build(rules: RuleSet) -> tuple[Any, Any, Any, Any]:
     for spec in rules.rules:
         context.add(_context_rules(ConTextRule, spec.literal, spec.category, spec.direction, spec.pattern,
                                    spec.max_scope, {**spec.metadata, "source": spec.source}))
-    frames, ends = Matcher(nlp.vocab), Matcher(nlp.vocab)
+    frames = Matcher(nlp.vocab)
     for i, spec in enumerate(rules.frame_patterns):
         frames.add(f"frame{i}", [spec.pattern])
-    for i, spec in enumerate(rules.frame_ends):
-        ends.add(f"end{i}", [spec.pattern])
-    return nlp, context, frames, ends
+    return nlp, context, frames
 
 
 def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, pattern: Any, max_scope: int | None,

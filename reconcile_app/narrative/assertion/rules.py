@@ -43,7 +43,8 @@ class RuleSet:
     default_max_scope: int | None
     disabled_defaults: frozenset[str]
     frame_patterns: list[RuleSpec]
-    frame_ends: list[RuleSpec]
+    typing_words: frozenset[str]  # a frame naming one of these ("typing for my dad") names the patient, not the typist
+    inverse_relations: dict[str, frozenset[str]]  # the typist's relation -> what the patient is to the typist
 
 
 def _vocabularies(raw: dict[str, Any], sources: dict[str, str]) -> dict[str, frozenset[str]]:
@@ -113,8 +114,6 @@ def parse_rules(data: dict[str, Any]) -> RuleSet:
     frame_source = frames.get("source", "")
     frame_patterns = [_spec(r, vocab, sources, categories, frame=True, default_source=frame_source)
                       for r in frames.get("patterns", [])]
-    frame_ends = [_spec(r, vocab, sources, categories, frame=True, default_source=frame_source)
-                  for r in frames.get("ends", [])]
     for kind, terminators in data.get("terminating_types", {}).items():
         unknown = {kind, *terminators} - set(categories)
         if unknown:
@@ -130,7 +129,8 @@ def parse_rules(data: dict[str, Any]) -> RuleSet:
         default_max_scope=defaults.get("max_scope"),
         disabled_defaults=frozenset(e["literal"].lower() for e in defaults.get("disabled", [])),
         frame_patterns=frame_patterns,
-        frame_ends=frame_ends,
+        typing_words=frozenset(frames.get("typing_words", [])),
+        inverse_relations={k: frozenset(v) for k, v in frames.get("inverse_relations", {}).items()},
     )
 
 

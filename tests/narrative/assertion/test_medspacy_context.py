@@ -127,10 +127,21 @@ def test_typing_for_a_relative_makes_that_relative_the_patient(ctx) -> None:
     assert verdict(ctx, "Grandpa skipped his metformin twice.", "metformin", frame=frame).subject == "patient"
 
 
-def test_the_frame_carries_until_the_typist_speaks_for_themself(ctx) -> None:
+def test_the_frame_carries_through_turns_that_open_none(ctx) -> None:
     frame = SpeakerFrame("daughter", frozenset({"she", "her"}))
-    assert ctx.speaker_frame("all good here", frame) is frame
-    assert ctx.speaker_frame("ok now typing for myself", frame) is None
+    assert ctx.speaker_frame("all good here, she slept well", frame) is frame
+    assert ctx.speaker_frame("all good here") is None
+
+
+def test_a_named_typist_makes_either_pronoun_the_patient(ctx) -> None:
+    frame = ctx.speaker_frame("Hi, this is Rosalind typing. Long week.")
+    assert frame is not None and {"he", "she"} <= frame.patient_words
+    assert verdict(ctx, "He ran out of tamsulosin on Friday.", "tamsulosin", frame=frame).is_patient_affirmed
+
+
+def test_the_typists_kin_word_for_the_patient_is_the_patient(ctx) -> None:
+    frame = ctx.speaker_frame("Hello, this is her grandson answering today.")
+    assert verdict(ctx, "Grandma refused the colonoscopy prep.", "colonoscopy", frame=frame).subject == "patient"
 
 
 def test_each_target_gets_its_own_verdict_in_order(ctx) -> None:
