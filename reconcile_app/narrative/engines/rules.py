@@ -25,7 +25,7 @@ from .base import Extractor
 from .clauses import _UNSET, Sentence, split_sentences
 from .delta import DeltaDetector, TurnHit
 from reconcile_app.terminology.vocabulary import load_vocabulary
-from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay, tokenize
+from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon, _record_names, default_lexicon, lower_same_length, record_overlay
 from .measurements import Measurement, find_measurements
 from .temporal import resolve
 
@@ -265,6 +265,21 @@ class TurnState:
     tail_other: str = ""  # the other person the turn ended on when it was about their health ("my brother was in the hospital")
 
 
+@dataclass
+class SentenceScope:
+    """What the sentence rules read and write: the sentence, its words and hits, assertion cues, people, readings."""
+
+    state: TurnState
+    sent: Sentence
+    words: list[str]
+    hits: list[Hit]
+    triggers: list
+    people: list
+    measurements: list[Measurement]
+    lex: Lexicon
+    out: list[Mention] = field(default_factory=list)
+
+
 class RulesExtractor(Extractor):
     """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
 
@@ -440,104 +455,138 @@ class RulesExtractor(Extractor):
 
     def _sentence_mentions(self, state: TurnState, sent: Sentence, words: list[str], hits: list[Hit],
                            triggers: list, people: list, measurements: list[Measurement], lex: Lexicon) -> list[Mention]:
-        out: list[Mention] = []
-        named_drug = any(h.best.kind == "drug" for h in hits)
-        allergy_cue = bool(_ALLERGY_CLAIM.search(sent.low))
-        for hit in hits:
-            entry = hit.best
-            kind = entry.kind
-            if kind == "allergen" and not allergy_cue:
-                recorded = next((e for e in hit.entries if e.kind == "allergen" and e.record_ref), entry)
-                if _HABITUAL_EATING.search(sent.low):
-                    # eating a food the record lists as an allergy, as a habit ("peanut butter toast every morning"):
-                    # a tolerance statement the record contradicts
-                    res = ctx.assess(words, hit.tok_start, hit.tok_end, triggers=triggers, people=people)
-                    if res.subject == Subject.PATIENT and res.assertion == Assertion.AFFIRMED:
-                        tol = Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start + hit.start, sent.start + hit.end,
-                                      {"substance": recorded.canonical, "reaction": "none", "stated_status": "tolerated",
-                                       "inferred": True}, confidence=0.45, turn_ids=[state.turn.id], name=recorded.canonical)
-                        if recorded.record_ref:
-                            tol.attributes["record_ref"] = f"{recorded.record_ref[0]}/{recorded.record_ref[1]}"
-                            tol.attributes["display"] = recorded.display
-                        tol.event_time = _event_time(state, sent)
-                        out.append(tol)
-                continue
-            if kind == "care" and hit.tok_end < len(words) and words[hit.tok_end] in ("high", "low", "out", "late", "behind", "around", "errands"):
-                continue  # "running high", "ran out": not exercise
-            if kind == "care" and entry.canonical == "running" and re.search(r"\b(pressure|bp|sugars?|numbers|glucose|readings?)\b", sent.low[: hit.start]):
-                continue  # "pressure's been running in the 90s"
-            if any(m.category == _KIND_CATEGORY.get(kind, "allergy") and m.name == entry.canonical for m in out):
-                continue  # one memory per thing per sentence
-            if kind == "drug_class" and named_drug and entry.canonical in ("inhaler", "antibiotic"):
-                continue  # "the flovent inhaler": the named drug carries it
+        """Every rule of SENTENCE_RULES, in order, adds the mentions it reads in the sentence."""
+        scope = SentenceScope(state, sent, words, hits, triggers, people, measurements, lex)
+        for rule in SENTENCE_RULES:
+            rule(self, scope)
+        return scope.out
+
+    def _s_lexicon(self, s: SentenceScope) -> None:
+        """The terminology's hits: drugs, classes, conditions, symptoms, allergens, procedures, vaccines, care."""
+        named_drug = any(h.best.kind == "drug" for h in s.hits)
+        allergy_cue = bool(_ALLERGY_CLAIM.search(s.sent.low))
+        for hit in s.hits:
+            self._s_lexicon_hit(s, hit, named_drug, allergy_cue)
+
+    def _s_lexicon_hit(self, s: SentenceScope, hit: Hit, named_drug: bool, allergy_cue: bool) -> None:
+        """One lexicon hit of the sentence as a memory of its category, unless a filter says it is not one."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
+        entry = hit.best
+        kind = entry.kind
+        if kind == "allergen" and not allergy_cue:
+            self._s_allergen_eaten(s, hit)
+            return
+        if kind == "care" and hit.tok_end < len(words) and words[hit.tok_end] in ("high", "low", "out", "late", "behind", "around", "errands"):
+            return  # "running high", "ran out": not exercise
+        if kind == "care" and entry.canonical == "running" and re.search(r"\b(pressure|bp|sugars?|numbers|glucose|readings?)\b", sent.low[: hit.start]):
+            return  # "pressure's been running in the 90s"
+        if any(m.category == _KIND_CATEGORY.get(kind, "allergy") and m.name == entry.canonical for m in out):
+            return  # one memory per thing per sentence
+        if kind == "drug_class" and named_drug and entry.canonical in ("inhaler", "antibiotic"):
+            return  # "the flovent inhaler": the named drug carries it
+        res = ctx.assess(words, hit.tok_start, hit.tok_end, triggers=triggers, people=people)
+        category = MemoryCategory.ALLERGY if kind == "allergen" else _KIND_CATEGORY.get(kind)
+        if category is None:
+            return
+        start, end = sent.start + hit.start, sent.start + hit.end
+        mention = Mention(category, state.turn, sent, start, end, {}, res.subject, res.relation, res.assertion,
+                          turn_ids=[state.turn.id])
+        if entry.source == "record":
+            mention.confidence = 0.85
+        elif entry.detail == "near match":
+            mention.confidence = 0.55
+        if not self._s_categorised(s, mention, category, hit, res, start, end):
+            return
+        if entry.record_ref:
+            mention.attributes["record_ref"] = f"{entry.record_ref[0]}/{entry.record_ref[1]}"
+            mention.attributes["display"] = entry.display
+            if entry.code:
+                mention.attributes["code_hint"] = entry.code
+        mention.attributes["lexicon"] = [{"term": hit.term, "kind": kind, "canonical": entry.canonical, "source": entry.source}]
+        mention.event_time = _event_time(state, sent)
+        out.append(mention)
+
+    def _s_allergen_eaten(self, s: SentenceScope, hit: Hit) -> None:
+        """A food the record lists as an allergy, eaten as a habit: a tolerance statement the record contradicts."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
+        entry = hit.best
+        recorded = next((e for e in hit.entries if e.kind == "allergen" and e.record_ref), entry)
+        if _HABITUAL_EATING.search(sent.low):
+            # eating a food the record lists as an allergy, as a habit ("peanut butter toast every morning"):
+            # a tolerance statement the record contradicts
             res = ctx.assess(words, hit.tok_start, hit.tok_end, triggers=triggers, people=people)
-            category = MemoryCategory.ALLERGY if kind == "allergen" else _KIND_CATEGORY.get(kind)
-            if category is None:
-                continue
-            start, end = sent.start + hit.start, sent.start + hit.end
-            mention = Mention(category, state.turn, sent, start, end, {}, res.subject, res.relation, res.assertion,
-                              turn_ids=[state.turn.id])
-            if entry.source == "record":
-                mention.confidence = 0.85
-            elif entry.detail == "near match":
-                mention.confidence = 0.55
-            if category == MemoryCategory.MEDICATION and kind == "drug" and _allergy_frame(sent.low, hit):
-                # "my penicillin allergy", "allergic to sulfa drugs": the drug is the allergen, not a medication taken
-                category = mention.category = MemoryCategory.ALLERGY
-                self._allergy_claim(mention, Entry("allergen", entry.canonical, entry.source), sent)
-            elif category == MemoryCategory.MEDICATION:
-                if not self._medication(mention, hit, entry, res, words, sent, lex, state):
-                    continue
-            elif category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
-                mention.name = entry.canonical
-                mention.attributes = {"name": entry.canonical, "term": hit.term}
-                if kind == "condition" and _followed_by_service(words, hit.tok_end):
-                    continue  # "a diabetes specialist", "the asthma clinic": a service, not a stated condition
-                status = _stated_status(_clause_around(sent, hit.start, hit.end), hit)
-                if status:
-                    mention.attributes["stated_status"] = status
-                if status == "resolved" and mention.assertion == Assertion.NEGATED:
-                    mention.assertion = Assertion.AFFIRMED  # "no more X" / "X is gone": a resolved state, stated
-                if res.negation_at >= 0 and words[res.negation_at] in ("no", "not") and _after_more(words, res.negation_at):
-                    mention.attributes["stated_status"] = "resolved"
-                    mention.assertion = Assertion.NEGATED
-            elif category == MemoryCategory.ALLERGY:
-                self._allergy_claim(mention, entry, sent)
-            elif category in (MemoryCategory.PROCEDURE, MemoryCategory.IMMUNIZATION):
-                mention.name = entry.canonical
-                mention.attributes = {"name": entry.canonical, "term": hit.term}
-                where = _WHERE.search(sent.low)
-                if where:
-                    mention.attributes["where"] = where.group(1).strip()
-                if category == MemoryCategory.PROCEDURE and mention.assertion == Assertion.AFFIRMED and not _PROC_PAST.search(sent.low):
-                    mention.confidence = 0.5  # "the surgery" without a verb of having it
-                act = _care_action(sent.low) if entry.canonical in _ONGOING_TREATMENTS else ""
-                if act:
-                    # a standing treatment the patient skips or stops is also a care-plan fact
-                    care = Mention(MemoryCategory.CARE_ACTIVITY, state.turn, sent, start, end,
-                                   {"name": entry.canonical, "detail": hit.term, "action": act}, res.subject, res.relation,
-                                   res.assertion, confidence=0.6, turn_ids=[state.turn.id], name=entry.canonical)
-                    care.event_time = _event_time(state, sent)
-                    out.append(care)
-            else:  # care activity
-                mention.name = entry.canonical
-                mention.attributes = {"name": entry.canonical, "detail": hit.term}
-                act = _care_action(sent.low)
-                if res.negation_at >= 0 and (any(w in _CARE_VERBS for w in words[res.negation_at + 1 : hit.tok_start + 1])
-                                             or hit.tok_start - res.negation_at <= 2):
-                    act = "stopped"  # "haven't been to rehab in 3 weeks", "not wearing the brace"
-                    mention.assertion = Assertion.AFFIRMED
-                if act:
-                    mention.attributes["action"] = act
-            if entry.record_ref:
-                mention.attributes["record_ref"] = f"{entry.record_ref[0]}/{entry.record_ref[1]}"
-                mention.attributes["display"] = entry.display
-                if entry.code:
-                    mention.attributes["code_hint"] = entry.code
-            mention.attributes["lexicon"] = [{"term": hit.term, "kind": kind, "canonical": entry.canonical, "source": entry.source}]
-            mention.event_time = _event_time(state, sent)
-            out.append(mention)
-        out.extend(self._generic_medications(state, sent, words, hits, triggers, people, lex, out))
+            if res.subject == Subject.PATIENT and res.assertion == Assertion.AFFIRMED:
+                tol = Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start + hit.start, sent.start + hit.end,
+                              {"substance": recorded.canonical, "reaction": "none", "stated_status": "tolerated",
+                               "inferred": True}, confidence=0.45, turn_ids=[state.turn.id], name=recorded.canonical)
+                if recorded.record_ref:
+                    tol.attributes["record_ref"] = f"{recorded.record_ref[0]}/{recorded.record_ref[1]}"
+                    tol.attributes["display"] = recorded.display
+                tol.event_time = _event_time(state, sent)
+                out.append(tol)
+
+    def _s_categorised(self, s: SentenceScope, mention: Mention, category: str, hit: Hit, res: ctx.ContextResult,
+                       start: int, end: int) -> bool:
+        """Fill a lexicon mention by its category; False when it turns out not to be one (a service, no action)."""
+        state, sent, words, lex, out = s.state, s.sent, s.words, s.lex, s.out
+        entry, kind = hit.best, hit.best.kind
+        if category == MemoryCategory.MEDICATION and kind == "drug" and _allergy_frame(sent.low, hit):
+            # "my penicillin allergy", "allergic to sulfa drugs": the drug is the allergen, not a medication taken
+            category = mention.category = MemoryCategory.ALLERGY
+            self._allergy_claim(mention, Entry("allergen", entry.canonical, entry.source), sent)
+        elif category == MemoryCategory.MEDICATION:
+            if not self._medication(mention, hit, entry, res, words, sent, lex, state):
+                return False
+        elif category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
+            mention.name = entry.canonical
+            mention.attributes = {"name": entry.canonical, "term": hit.term}
+            if kind == "condition" and _followed_by_service(words, hit.tok_end):
+                return False  # "a diabetes specialist", "the asthma clinic": a service, not a stated condition
+            status = _stated_status(_clause_around(sent, hit.start, hit.end), hit)
+            if status:
+                mention.attributes["stated_status"] = status
+            if status == "resolved" and mention.assertion == Assertion.NEGATED:
+                mention.assertion = Assertion.AFFIRMED  # "no more X" / "X is gone": a resolved state, stated
+            if res.negation_at >= 0 and words[res.negation_at] in ("no", "not") and _after_more(words, res.negation_at):
+                mention.attributes["stated_status"] = "resolved"
+                mention.assertion = Assertion.NEGATED
+        elif category == MemoryCategory.ALLERGY:
+            self._allergy_claim(mention, entry, sent)
+        elif category in (MemoryCategory.PROCEDURE, MemoryCategory.IMMUNIZATION):
+            mention.name = entry.canonical
+            mention.attributes = {"name": entry.canonical, "term": hit.term}
+            where = _WHERE.search(sent.low)
+            if where:
+                mention.attributes["where"] = where.group(1).strip()
+            if category == MemoryCategory.PROCEDURE and mention.assertion == Assertion.AFFIRMED and not _PROC_PAST.search(sent.low):
+                mention.confidence = 0.5  # "the surgery" without a verb of having it
+            act = _care_action(sent.low) if entry.canonical in _ONGOING_TREATMENTS else ""
+            if act:
+                # a standing treatment the patient skips or stops is also a care-plan fact
+                care = Mention(MemoryCategory.CARE_ACTIVITY, state.turn, sent, start, end,
+                               {"name": entry.canonical, "detail": hit.term, "action": act}, res.subject, res.relation,
+                               res.assertion, confidence=0.6, turn_ids=[state.turn.id], name=entry.canonical)
+                care.event_time = _event_time(state, sent)
+                out.append(care)
+        else:  # care activity
+            mention.name = entry.canonical
+            mention.attributes = {"name": entry.canonical, "detail": hit.term}
+            act = _care_action(sent.low)
+            if res.negation_at >= 0 and (any(w in _CARE_VERBS for w in words[res.negation_at + 1 : hit.tok_start + 1])
+                                         or hit.tok_start - res.negation_at <= 2):
+                act = "stopped"  # "haven't been to rehab in 3 weeks", "not wearing the brace"
+                mention.assertion = Assertion.AFFIRMED
+            if act:
+                mention.attributes["action"] = act
+        return True
+
+    def _s_generic_medications(self, s: SentenceScope) -> None:
+        """A medicine named by its form or a pronoun ("my pen", "stopped it"), resolved later from the conversation."""
+        s.out.extend(self._generic_medications(s.state, s.sent, s.words, s.hits, s.triggers, s.people, s.lex, s.out))
+
+    def _s_programs(self, s: SentenceScope) -> None:
+        """A care program named by its form (a class, a group, rehab) with a verb of joining, skipping or leaving it."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         for m in _PROGRAM.finditer(sent.low):
             a, b = sent.start + m.start(2), sent.start + m.end(2)
             if any(x.category == MemoryCategory.CARE_ACTIVITY and x.start < b and a < x.end for x in out):
@@ -556,6 +605,10 @@ class RulesExtractor(Extractor):
                 care.assertion = Assertion.AFFIRMED
             care.event_time = _event_time(state, sent)
             out.append(care)
+
+    def _s_body_site_pain(self, s: SentenceScope) -> None:
+        """Pain, swelling or numbness at a body site ("my knee is killing me"); a generic symptom takes the site."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         covered_spans = [(x.start - sent.start, x.end - sent.start) for x in out]
         for m in _BODY_PAIN.finditer(sent.low):
             part = m.group("part") or m.group("part2") or m.group("part3")
@@ -582,6 +635,10 @@ class RulesExtractor(Extractor):
             mention.event_time = _event_time(state, sent)
             out.append(mention)
             break
+
+    def _s_diagnosis_named(self, s: SentenceScope) -> None:
+        """A diagnosis reported in words the terminology lacks ("they said it was X")."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         if not any(x.category == MemoryCategory.CONDITION for x in out):
             for m in _DIAGNOSED.finditer(sent.low):
                 name = m.group(2).strip()
@@ -596,6 +653,10 @@ class RulesExtractor(Extractor):
                 state.candidates.append({"term": name, "suggestion": "", "kind": "condition", "score": 0.0, "admitted": True})
                 out.append(mention)
                 break
+
+    def _s_prescribed_unlisted(self, s: SentenceScope) -> None:
+        """A drug started by name that the terminology does not know."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         if not any(x.category == MemoryCategory.MEDICATION and not x.unresolved for x in out):
             for m in _PRESCRIBED.finditer(sent.low):
                 drug = m.group(2)
@@ -614,9 +675,13 @@ class RulesExtractor(Extractor):
                                   name=drug)
                 mention.event_time = _event_time(state, sent)
                 state.candidates.append({"term": drug, "suggestion": "", "kind": "drug", "score": 0.0, "admitted": False})
-                out = [x for x in out if not (x.category == MemoryCategory.MEDICATION and x.unresolved)]
+                out[:] = [x for x in out if not (x.category == MemoryCategory.MEDICATION and x.unresolved)]
                 out.append(mention)
                 break
+
+    def _s_had_done(self, s: SentenceScope) -> None:
+        """"had my X taken out / put in": a procedure named by its object and verb."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         for m in _HAD_X_DONE.finditer(sent.low):
             obj = m.group(1).strip()
             if any(x.category == MemoryCategory.PROCEDURE for x in out) or obj.split()[-1] in _NOT_PROCEDURE_OBJECTS \
@@ -632,6 +697,10 @@ class RulesExtractor(Extractor):
             mention.event_time = _event_time(state, sent)
             out.append(mention)
             break
+
+    def _s_suicidal(self, s: SentenceScope) -> None:
+        """Suicidal ideation as people say it (PHQ-9 item 9 and C-SSRS wording)."""
+        state, sent, words, people, out = s.state, s.sent, s.words, s.people, s.out
         for m in _SUICIDAL.finditer(sent.low):
             before = sent.low[max(0, m.start() - 14) : m.start()]
             if re.search(r"\b(?:never|not|don'?t|didn'?t|no)\s+(?:\w+\s+)?$", before) and not m.group(0).startswith(("don", "do not", "didn")):
@@ -649,6 +718,10 @@ class RulesExtractor(Extractor):
             mention.event_time = _event_time(state, sent)
             out.append(mention)
             break
+
+    def _s_procedure_noun(self, s: SentenceScope) -> None:
+        """A procedure named by its generic noun (surgery, scan, biopsy) when nothing named it yet."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         if not any(x.category == MemoryCategory.PROCEDURE for x in out):
             for m in _PROC_NOUN.finditer(sent.low):
                 name = m.group(0).strip()
@@ -665,6 +738,10 @@ class RulesExtractor(Extractor):
                 mention.event_time = _event_time(state, sent)
                 out.append(mention)
                 break
+
+    def _s_vaccine_list(self, s: SentenceScope) -> None:
+        """Vaccines listed by disease ("flu and covid shots"), one memory each."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         for m in _VACCINE_LIST.finditer(sent.low):
             for part in re.findall(_VACCINE_NAMES, m.group(1)):
                 name = _VACCINE_CANON.get(part.split()[0], part) if part else part
@@ -679,10 +756,14 @@ class RulesExtractor(Extractor):
                 if where:
                     mention.attributes["where"] = where.group(1).strip()
                 mention.event_time = _event_time(state, sent)
-                out = [x for x in out if not ((x.category == MemoryCategory.CONDITION and x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
+                out[:] = [x for x in out if not ((x.category == MemoryCategory.CONDITION and x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
                                                or x.category == MemoryCategory.IMMUNIZATION and x.name == "vaccine")
                                               and x.start >= sent.start + m.start() and x.end <= sent.start + m.end())]
                 out.append(mention)
+
+    def _s_allergic_to(self, s: SentenceScope) -> None:
+        """"allergic to X" with a substance the terminology may not know."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         if _ALLERGY_CLAIM.search(sent.low) and not any(x.category == MemoryCategory.ALLERGY for x in out):
             m = _ALLERGIC_TO.search(sent.low)
             if m:
@@ -700,6 +781,10 @@ class RulesExtractor(Extractor):
                     self._allergy_claim(mention, Entry("allergen", substance, "rules"), sent)
                     mention.event_time = _event_time(state, sent)
                     out.append(mention)
+
+    def _s_removal(self, s: SentenceScope) -> None:
+        """Something removed (polyps, a mole, a cyst): a procedure."""
+        state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
         for m in _REMOVAL.finditer(sent.low):
             if any(x.category == MemoryCategory.PROCEDURE for x in out):
                 break
@@ -711,6 +796,10 @@ class RulesExtractor(Extractor):
                               confidence=0.6, turn_ids=[state.turn.id], name=name)
             mention.event_time = _event_time(state, sent)
             out.append(mention)
+
+    def _s_measurements(self, s: SentenceScope) -> None:
+        """Readings and amounts (blood pressure, glucose, weight, smoking, drinking) as measurements."""
+        state, sent, words, triggers, people, measurements, out = s.state, s.sent, s.words, s.triggers, s.people, s.measurements, s.out
         for meas in measurements:
             tok_start = next((i for i, t in enumerate(sent.tokens) if sent.start + t[1] >= meas.start), 0)
             tok_end = next((i for i, t in enumerate(sent.tokens) if sent.start + t[1] >= meas.end), len(words))
@@ -749,7 +838,7 @@ class RulesExtractor(Extractor):
                                name="tobacco use")
                 cond.event_time = mention.event_time
                 out.append(cond)
-        return out
+
 
     def _medication(self, mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
                     sent: Sentence, lex: Lexicon, state: TurnState) -> bool:
@@ -925,6 +1014,25 @@ class RulesExtractor(Extractor):
             engine=self.name,
             engine_version=self.version,
         )
+
+
+
+# The sentence rules, in order: each adds what it reads; later rules see (and defer to) what earlier ones found.
+SENTENCE_RULES = (
+    RulesExtractor._s_lexicon,
+    RulesExtractor._s_generic_medications,
+    RulesExtractor._s_programs,
+    RulesExtractor._s_body_site_pain,
+    RulesExtractor._s_diagnosis_named,
+    RulesExtractor._s_prescribed_unlisted,
+    RulesExtractor._s_had_done,
+    RulesExtractor._s_suicidal,
+    RulesExtractor._s_procedure_noun,
+    RulesExtractor._s_vaccine_list,
+    RulesExtractor._s_allergic_to,
+    RulesExtractor._s_removal,
+    RulesExtractor._s_measurements,
+)
 
 
 # ---- helpers ----------------------------------------------------------------------------------
