@@ -40,12 +40,15 @@ HEADLINE_TRAPS = ("other", "negation", "hypothetical")
 # Trap class from the label's reason, first match wins. These read the labels, never the engine's input.
 _TRAP_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("skip", re.compile(r"\bcoach('s)?\b.*\b(names|quotes|mentions|restates|raises|brings up|remark|reminder|own words)", re.I)),
+    ("negation", re.compile(r"^\W*(a )?negation\b|\bdenies\b", re.I)),
+    ("hypothetical", re.compile(r"hypothetical|conditional|\b(only )?a plan\b|future (plan|question)|possible future|"
+                                r"intends to|would ask|might ask|may ask", re.I)),
     ("hearsay", re.compile(r"hearsay|social[- ]media|\bclaim\b|advertisement|article|forum|tiktok|facebook|youtube", re.I)),
+    ("skip", re.compile(r"\bagree|\bmatch(es)? (the|both|its)|already (in|on) the record|already recorded", re.I)),
     ("other", re.compile(r"another person|not (the patient|his|hers|her own|his own|hers)\b|belongs? to|are (his|her) \w+'s|"
                          r"is (his|her) \w+'s|'s, not|(husband|wife|son|daughter|mother|father|brother|sister|sponsor|"
                          r"friend|baby|mother-in-law|brother-in-law)'s\b", re.I)),
-    ("negation", re.compile(r"negation|\bdenies\b|\bno (falls|bleeding|new|fever|leg|palpitations|panic)", re.I)),
-    ("hypothetical", re.compile(r"hypothetical|\bplan\b|conditional|future|intends to|would ask|might ask|may ask", re.I)),
+    ("negation", re.compile(r"\bno (falls|bleeding|new|fever|leg|palpitations|panic)", re.I)),
 ]
 
 
@@ -142,6 +145,7 @@ class Tally:
     hits: Counter = field(default_factory=Counter)  # (impl, kind, class) -> turns read patient+affirmed
     no_target: Counter = field(default_factory=Counter)
     sentences: int = 0
+    patient_turns: int = 0
     seconds: Counter = field(default_factory=Counter)
 
 
@@ -171,6 +175,7 @@ def score_patient(folder: Path, group: str, lex: Any, helpers: tuple, ctx: Any, 
             if turn.get("speaker") != "patient":
                 continue
             text = turn.get("text") or ""
+            tally.patient_turns += 1
             sents = _sentences(text, lex, overlay, split_sentences, names_fn)
             frame = ctx.speaker_frame(text, frame, names=[n for s in sents for n in _shift(s)])
             verdicts = _run(sents, own, ctx, frame, tally)
@@ -249,7 +254,9 @@ def report(tally: Tally, groups: list[str]) -> None:
         print(f"{group:6} {'  labelled turns without a named target':34} {missing:>18}")
     for impl in ("own", "medspacy"):
         secs = tally.seconds[impl]
-        print(f"speed  {impl:10} {tally.sentences / secs if secs else 0:10.0f} sentences/s ({tally.sentences} sentences with targets)")
+        print(f"speed  {impl:10} {tally.sentences / secs if secs else 0:8.0f} sentences/s, "
+              f"{1000 * secs / max(tally.patient_turns, 1):.3f} ms per patient turn "
+              f"({tally.sentences} sentences with targets in {tally.patient_turns} patient turns)")
 
 
 def main() -> None:

@@ -88,6 +88,8 @@ class MedspacyContext:
         if not target_spans:
             return []
         doc = self._nlp.make_doc(sentence_text)
+        for i, token in enumerate(doc):
+            token.is_sent_start = i == 0  # one sentence: ConText's scopes run to its ends (faster than medspaCy windows)
         targets = _spans(doc, target_spans)
         # a target is never a person, whatever a name finder says about a capitalised brand ("his Coumadin")
         _set_names(doc, [n for n in names if not any(n[0] < e and s < n[1] for s, e in target_spans)])
@@ -266,7 +268,7 @@ def _build(rules: RuleSet) -> tuple[Any, Any, Any]:
     nlp = spacy.blank("en")
     context = ConText(nlp, rules=None, phrase_matcher_attr="NORM", input_span_type="group",
                       span_group_name=_DEFAULT_SPAN_GROUP, terminating_types=rules.terminating_types,
-                      max_scope=64, span_attrs=None)
+                      max_scope=None, span_attrs=None)
     if rules.use_default_lexicon:
         default = Path(medspacy.__file__).resolve().parents[1] / "resources" / "en" / "context_rules.json"
         for rule in ConTextRule.from_json(str(default)):
