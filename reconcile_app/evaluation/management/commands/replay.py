@@ -13,6 +13,8 @@ from tqdm import tqdm
 from reconcile_app.evaluation.results import results_problems
 from reconcile_app.evaluation.runner import dataset_folders, replay_patient
 from reconcile_app.evaluation.scratch import celery_in_process, quiet_logs, scratch_database
+from reconcile_app.evaluation.timing import engines_timed
+from reconcile_app.transcripts.models import Turn
 
 
 class Command(BaseCommand):
@@ -25,6 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--patients", default="", help="comma-separated folder names, e.g. p01,p02")
         parser.add_argument("--scratch-db", type=Path, default=None, help="keep the scratch SQLite database at this path")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--timings", type=Path, default=None,
+                            help="write a JSON breakdown here: engines' load and calls apart from the services")
 
     def handle(self, *args: Any, **options: Any) -> None:
         dataset: Path = options["dataset"]
@@ -40,12 +44,12 @@ class Command(BaseCommand):
         out: Path = options["out"]
         out.mkdir(parents=True, exist_ok=True)
         quiet = options["no_progress"] or options["verbosity"] == 0
-        started = time.monotonic()
-        total_sessions = 0
+        started, started_cpu = time.monotonic(), time.thread_time()
+        total_sessions = patient_turns = 0
         problems: list[str] = []
         # The scratch database is created before any model is touched: the app's data stays as it was.
         level = logging.INFO if options["verbosity"] > 1 else logging.WARNING
-        with quiet_logs(level), scratch_database(options["scratch_db"]), celery_in_process():
+        with quiet_logs(level), scratch_database(options["scratch_db"]), celery_in_process(), engines_timed(options["engine"]) as timings:
             for folder in tqdm(folders, desc="patients", unit="patient", disable=quiet):
                 n = len(json.loads((folder / "transcript.json").read_text(encoding="utf-8")).get("sessions", []))
                 with tqdm(total=n, desc=f"{folder.name} sessions", unit="session", leave=False, disable=quiet) as bar:
@@ -59,10 +63,15 @@ class Command(BaseCommand):
                 for problem in results_problems(run.results):
                     problems.append(f"{folder.name}: {problem}")
                 (out / f"{folder.name}.json").write_text(json.dumps(run.results, ensure_ascii=False, indent=2), encoding="utf-8")
-        elapsed = time.monotonic() - started
+            patient_turns = Turn.objects.filter(speaker=Turn.Speaker.PATIENT, session__withdrawn_at__isnull=True).count()
+        elapsed, elapsed_cpu = time.monotonic() - started, time.thread_time() - started_cpu
         for problem in problems:
             self.stderr.write(f"PROBLEM {problem}")
         self.stdout.write(
-            f"replayed {len(folders)} patient(s), {total_sessions} session(s) in {elapsed:.1f}s "
-            f"({total_sessions / elapsed if elapsed else 0:.1f} sessions/s) -> {out}"
+            f"replayed {len(folders)} patient(s), {total_sessions} session(s), {patient_turns} patient turn(s) in {elapsed:.1f}s "
+            f"({total_sessions / elapsed if elapsed else 0:.1f} sessions/s, {patient_turns / elapsed if elapsed else 0:.0f} patient turns/s) -> {out}"
         )
+        if options["timings"] is not None:
+            report = {"patients": len(folders), "sessions": total_sessions, "patient_turns": patient_turns,
+                      "problems": len(problems), **timings.as_dict(total=elapsed, total_cpu=elapsed_cpu)}
+            options["timings"].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
