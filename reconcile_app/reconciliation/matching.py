@@ -285,9 +285,26 @@ class Restriction:
 
 
 class RecordIndex:
-    """The record as the rules engine sees it: entries with their drugs, concepts, allergens, sites."""
+    """The record as the rules engine sees it: entries with their drugs, concepts, allergens, sites.
+
+    Built once per record object: `RecordIndex(record, kb)` returns the index already built for that
+    record and knowledge base. A record is immutable and cached per snapshot (fhir.selectors), and every
+    session of a patient is reconciled against the same one, so indexing it again per session (tens of
+    milliseconds for a record of a thousand resources) would be repeated work."""
+
+    def __new__(cls, record: ClinicalRecord, kb: Knowledge | None = None) -> RecordIndex:
+        kb = kb or load_knowledge()
+        built: dict[tuple[type, int], RecordIndex] = record.__dict__.setdefault("_record_indexes", {})
+        index = built.get((cls, id(kb)))  # the index holds its kb, so the id is not reused while cached
+        if index is None:
+            index = super().__new__(cls)
+            index._built = False
+            built[(cls, id(kb))] = index
+        return index
 
     def __init__(self, record: ClinicalRecord, kb: Knowledge | None = None) -> None:
+        if self._built:
+            return
         self.record = record
         self.kb = kb = kb or load_knowledge()
         self._cross_reactive = {c.id for c in kb.classes.values() if c.cross_reactive}
@@ -313,6 +330,7 @@ class RecordIndex:
                 self.active_classes |= me.classes
                 self.active_drug_names |= me.names
         self._restrictions: list[Restriction] | None = None
+        self._built = True  # last: an index whose build raised is built again on the next call
 
     def _add(self, entry: ClinicalEntry) -> None:
         """Index one record entry by what it names: drugs and classes, concepts, allergens, vaccine families, sites."""
