@@ -17,14 +17,16 @@ from .clinical import ClinicalRecord, SafetyContext, build_clinical_record, safe
 from .models import Patient, RecordPull, RecordSnapshot
 
 
-def snapshot_latest(*, patient: Patient) -> RecordSnapshot | None:
-    return RecordSnapshot.objects.filter(patient=patient).order_by("-version").first()
+def snapshot_latest(*, patient: Patient | int) -> RecordSnapshot | None:
+    """Without its resources: the raw JSON (megabytes for a long record) is read only by
+    clinical_record_for, once per snapshot, not on every call that needs the row."""
+    return RecordSnapshot.objects.filter(patient=patient).defer("resources").order_by("-version").first()
 
 
 @lru_cache(maxsize=64)
 def _record_for(snapshot_id: int, content_sha256: str) -> ClinicalRecord:
-    snapshot = RecordSnapshot.objects.get(pk=snapshot_id)
-    return build_clinical_record(snapshot.resources)
+    resources = RecordSnapshot.objects.filter(pk=snapshot_id).values_list("resources", flat=True).get()
+    return build_clinical_record(resources)
 
 
 def clinical_record_for(*, snapshot: RecordSnapshot) -> ClinicalRecord:
