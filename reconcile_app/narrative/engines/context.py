@@ -78,7 +78,7 @@ _ASSERTION_TRIGGERS: list[tuple[str, str, str, int]] = [
     # historical
     ("used to", HISTORICAL, FWD, 8), ("use to", HISTORICAL, FWD, 8), ("years ago", HISTORICAL, BWD, 10),
     ("decades ago", HISTORICAL, BWD, 10), ("as a kid", HISTORICAL, BOTH, 10), ("as a child", HISTORICAL, BOTH, 10),
-    ("when i was younger", HISTORICAL, BOTH, 10), ("when i was little", HISTORICAL, BOTH, 10), ("growing up", HISTORICAL, BOTH, 10),
+    ("i was younger", HISTORICAL, BOTH, 10), ("i was little", HISTORICAL, BOTH, 10), ("growing up", HISTORICAL, BOTH, 10),
     ("in the past", HISTORICAL, BOTH, 8), ("previously", HISTORICAL, FWD, 6), ("history of", HISTORICAL, FWD, 5),
     ("back then", HISTORICAL, BOTH, 8), ("long time ago", HISTORICAL, BOTH, 10), ("in my twenties", HISTORICAL, BOTH, 8),
     ("in my 20s", HISTORICAL, BOTH, 8), ("in high school", HISTORICAL, BOTH, 8), ("in college", HISTORICAL, BOTH, 8),

@@ -22,6 +22,7 @@ from reconcile_app.narrative.types import (
 
 from . import context as ctx
 from .base import Extractor
+from .cues import cue_pattern, cue_rules, cue_text, cue_words
 from .clauses import _UNSET, Sentence, split_sentences
 from .delta import DeltaDetector, TurnHit
 from reconcile_app.terminology.vocabulary import load_vocabulary
@@ -46,111 +47,45 @@ _KIND_CATEGORY = {
 
 # ---- medication actions ------------------------------------------------------------------------
 
-_ACTION_PATTERNS: list[tuple[str, str, str]] = [
-    # (regex over the lowered clause, action, dose_change)
-    (r"\b(?:cut(?:ting)?|split(?:ting)?|break(?:ing)?|snap(?:ping)?)\b[^.!?]{0,40}\b(?:in half|in two|in halves)\b", "changed_dose", "half"),
-    (r"\bhalf (?:a|of (?:my|the|a))\b|\bhalf(?:-| )(?:dose|pill|tablet|tab)s?\b|\bonly half\b|\bhalves\b", "changed_dose", "half"),
-    (r"\b(?:doubled|doubl(?:e|ed|ing) (?:up|the|my)|two instead of one|2 instead of 1|twice as much)\b", "changed_dose", "double"),
-    (r"\b(?:upped|increased|raised|bumped up|went up on|more of)\b", "changed_dose", "more"),
-    (r"\b(?:lowered|decreased|reduced|cut back|cutting back|went down on|less of|weaned)\b", "changed_dose", "less"),
-    (r"\b(?:back on|restarted|started (?:it |them |taking it )?(?:back|again)|went back (?:to|on)|resumed|taking (?:it|them|the [a-z ]+) again|back to (?:my|taking))\b", "resumed", ""),
-    (r"\b(?:stopped|stop(?:ping)?|quit(?:ting)?|came off|come off|coming off|off (?:of )?(?:my|the|it|that|those)|ran out|run out|running out|out of (?:my|the)|gave up|ditched|dropped|discontinu\w*|ceased|threw (?:out|away)|no more|not taking|not on|done with|walked away|got off|went off|taken off|took me off|pulled me off|taken me off|no longer (?:take|taking|on|using))\b", "stopped", ""),
-    (r"\b(?:skipped|skip(?:ping)?|missed|miss(?:ing)?|forgot|forget(?:ting)?)\b", "skipped", ""),
-    (r"\b(?:started|start(?:ing)?|began|begun|put me on|put him on|put her on|added|prescribed|gave me|got me on|got put on|new prescription|switched (?:me )?to|started me on|on a new|initiated|commenced)\b", "started", ""),
-    (r"\b(?:took|popped|administered|was given|received)\b", "took_once", ""),
-    (r"\b(?:tak(?:e|es|ing)|on|using|use|uses|doing|do|been on|inject(?:ing)?|puff(?:ing)?|keep|still)\b", "taking", ""),
-]
-_ACTION_RX = [(re.compile(p), a, d) for p, a, d in _ACTION_PATTERNS]
-_INTAKE = frozenset("take taken took taking done doing use used using had touched filled picked been".split())
-_FREQUENCY = re.compile(
-    r"\b(every (?:morning|night|day|evening|other day|week|sunday|monday|tuesday|wednesday|thursday|friday|saturday|\d+ (?:hours|days|weeks))|"
-    r"(?:once|twice|\d+x|\d+ times|three times) (?:a|per) (?:day|week|month)|daily|nightly|weekly|at night|at bedtime|"
-    r"in the morning|before (?:breakfast|bed|meals)|with (?:breakfast|dinner|meals)|as needed|when i need(?: it)|"
-    r"\d(?:-\d)? (?:nights|days|times) a week|every two weeks|every 2 weeks|like clockwork)\b")
-_DOSE = re.compile(r"\b(\d+(?:\.\d+)?\s*(?:mg|mcg|milligrams?|units?|ml|cc|puffs?|tabs?|tablets?|pills?|capsules?|caps)|the \d{2,4}s|\d+ of each|\d+ (?:in the morning|at night))\b")
-_OTC = re.compile(r"\b(over the counter|otc|bought|drugstore|drug store|cvs|walgreens|target|walmart|costco|amazon)\b")
-_SOMEONE_ELSE = re.compile(r"\b(borrowed|leftover|left over|left from|from (?:my )?(?:husband|wife|mom|dad|sister|brother|friend|son|daughter|neighbor|roommate)|[a-z]+'s (?:pills?|bottle|prescription|meds))\b")
-_OUTSIDE = re.compile(
-    r"\b(urgent care|er|emergency room|emergency|hospital|specialist|dentist|med spa|medspa|walk-in|walk in clinic|"
-    r"ortho|orthopedist|endo|endocrinologist|cardiologist|nephrologist|kidney doctor|heart doctor|lung doctor|ent|"
-    r"campus health|health center|another doctor|new doctor|second opinion|telehealth|online doctor|minute clinic|"
-    r"the va|dermatologist|gi doctor|gi place|oncologist|rheumatologist|neurologist|psychiatrist|pulmonologist|"
-    r"urologist|gyn|obgyn|pharmacist)\b")
-_OTC_DRUGS = frozenset({"ibuprofen", "naproxen", "acetaminophen", "aspirin", "diphenhydramine", "loratadine", "cetirizine",
-                        "fexofenadine", "famotidine", "omeprazole", "fish oil", "cinnamon", "melatonin", "turmeric", "ferrous sulfate",
-                        "potassium chloride", "calcium carbonate", "ergocalciferol", "cholecalciferol", "magnesium"})
+_ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in cue_rules("action_rx")]
+_INTAKE = cue_words("intake")
+_FREQUENCY = cue_pattern("frequency")
+_DOSE = cue_pattern("dose")
+_OTC = cue_pattern("otc")
+_SOMEONE_ELSE = cue_pattern("someone_else")
+_OUTSIDE = cue_pattern("outside")
+_OTC_DRUGS = cue_words("otc_drugs")
 
-_GENERIC_MED = re.compile(r"\b(?:my|the|a|that|this|those|these|his|her|one of my|new|little|another)\s+(?:[a-z]+\s+){0,2}?(pen|pens|shot|shots|injection|injections|pill|pills|tablet|tablets|meds|medicine|medicines|medication|medications|prescription|prescriptions|inhaler)\b")
-_PRONOUN_MED = re.compile(r"\b(stopped|quit|skipped|missed|restarted|stop|taking|took|take|cut|split|finished)\s+(it|them|that one|those)\b(?!\s+(?:easy|slow|out|personally|seriously|well|hard|back|up|in stride))")
-_CAUSAL = re.compile(r"\b(so|because|bc|cause|cuz|since it|made me|due to|that's why|thats why|figured|for the)\b")
-_BACKREF_Q = re.compile(
-    r"\b(that|it|this|which|what made|why|how long|how often|is that new|has that|what happened|what kind|how many|when did|"
-    r"since you started|what's going on|tell me more|anything changed|what changed|"
-    r"anything new|what's different|what is different|anything different|any changes|any change|changed recently)\b")
-_REACTION = frozenset({"rash", "itching", "swelling", "throat tightness", "shortness of breath", "wheezing", "hives", "nausea"})
-_REACTION_WORDS = re.compile(r"\b(rash|hives|itch(?:y|ing)?|swell(?:ing|ed|s)?|swollen|puffy|throat (?:got )?(?:tight|closing)|tingl(?:y|ing)|welts|reaction|anaphyla\w*|broke out|break out|breaking out)\b")
-_ALLERGY_CLAIM = re.compile(r"\b(allergic|allergy|allergies|reaction to|react to|sensitive to|intolerant)\b")
-_ALLERGY_RESOLVED = re.compile(r"\b(outgrew|outgrown|grew out of|not allergic|no longer allergic|isn't an allergy|not really allergic|not actually allergic)\b")
-_EXPOSURE = re.compile(r"\b(wore|wear|wearing|ate|eat|eating|had|took|take|taking|used|using|tried|drank|gave me|got stung|stung|"
-                       r"administered|given|received|after|exposed|touched)\b")
-_NO_REACTION = re.compile(r"\b(no (?:hives|rash|reaction|problems?|issues?|itch(?:ing)?|swelling|trouble)|not (?:even )?(?:an? )?(?:itch|hive|rash|reaction|bump|problem)|didn'?t (?:react|break out|have a reaction|get (?:a )?(?:rash|hives))|nothing happened|fine with it|zero reaction|was fine|were fine|been fine|no problems?|no issues?|didn'?t bother me|"
-                          r"tolerated (?:it|them)|handled it fine|no side effects|no allergic reaction|without (?:a |any )?(?:problem|reaction|issue))\b")
-_RELAPSE = re.compile(r"\b(again|back to|back on|picked (?:it |them |those )?(?:back )?up|started back|relapsed|slipped)\b")
+_GENERIC_MED = cue_pattern("generic_med")
+_PRONOUN_MED = cue_pattern("pronoun_med")
+_CAUSAL = cue_pattern("causal")
+_BACKREF_Q = cue_pattern("backref_q")
+_REACTION = cue_words("reaction")
+_REACTION_WORDS = cue_pattern("reaction_words")
+_ALLERGY_CLAIM = cue_pattern("allergy_claim")
+_ALLERGY_RESOLVED = cue_pattern("allergy_resolved")
+_EXPOSURE = cue_pattern("exposure")
+_NO_REACTION = cue_pattern("no_reaction")
+_RELAPSE = cue_pattern("relapse")
 # "taking one when my ankles swell", "for the itching": the symptom is why the drug is taken, not a reaction to it
-_INDICATION_BEFORE = re.compile(r"\b(?:when|whenever|for|because of|if)\s+(?:\w+\s+){0,3}$")
-_HANDED_TO_ME = re.compile(r"\b(?:gave|giving|handed|lent|loaned|passed)\s+me\b|\bi(?:'ve| have|ve)?\s+(?:been\s+)?"
-                           r"(?:taking|took|take|tried|using|used|popping|popped)\s+(?:one|some|them|a few|a couple|those|half)\b")
-_HABITUAL_EATING = re.compile(r"\b(?:every (?:morning|day|night|lunch|breakfast)|daily|all the time|most days|each (?:morning|day)|"
-                              r"love|loves|always (?:eat|have)|basically every|a lot of|lots of)\b")
-_SKIN_ERUPTION = re.compile(r"\b(?:broke|break|breaking|broken) out in (?:\w+ ){0,3}(?:welts|bumps|hives|rash|spots|blotches)\b|\bwelts\b")
+_INDICATION_BEFORE = cue_pattern("indication_before")
+_HANDED_TO_ME = cue_pattern("handed_to_me")
+_HABITUAL_EATING = cue_pattern("habitual_eating")
+_SKIN_ERUPTION = cue_pattern("skin_eruption")
 # Drug classes that are a course someone is given (a reaction right after points at them); not devices or rescue drugs.
-_EXPOSURE_CLASSES = frozenset({"antibiotic", "analgesic", "anticonvulsant", "corticosteroid", "statin", "antidepressant",
-                               "antihypertensive", "antigout", "antidiabetic", "cold medicine"})
-_ANTIHISTAMINE = frozenset({"diphenhydramine", "epinephrine", "cetirizine", "loratadine", "fexofenadine", "hydroxyzine"})
-_STATUS_WORDS = [
-    (re.compile(r"(?:\b|(?<='))(is gone|are gone|'s gone|s gone|went away|go away|goes away|cleared up|resolved|back to normal|healed|all better|no more|not anymore|no longer|anymore|fading|disappeared|in remission|cured|reversed|outgrew|outgrown)\b"), "resolved"),
-    (re.compile(r"\b(worse|worsening|getting worse|more often|bad again|flared|flare|flaring|acting up)\b"), "worse"),
-    (re.compile(r"\b(better|improving|improved|less|easing|calmed down)\b"), "better"),
-    (re.compile(r"\b(diagnosed|diagnosis|told me i have|said i have|said i'm|said im|says i have|found out i have|im diabetic|i'm diabetic|tested positive)\b"), "diagnosed"),
-    (re.compile(r"\b(new|started|just started|began|since|first time|suddenly)\b"), "new"),
-    (re.compile(r"\b(still|always|again|ongoing|chronic|every day|all the time|constant)\b"), "ongoing"),
-]
-_GOAL = re.compile(r"\b(my goal|goal is|goal of|trying to|try to|aim(?:ing)? for|aim to|want to|wanna|going to try|gonna try|plan to|planning to|hoping to|working on|shooting for|challenge)\b")
-_PREFERENCE = re.compile(r"\b((?:i|we)(?:'d| would)? (?:really )?(?:prefer|rather|like|love|hate|enjoy|adore)|id rather|rather not|"
-                         r"can'?t stand|(?:i|we) (?:don'?t|do not) (?:like|want|enjoy)|favou?rite|not a fan|too expensive|"
-                         r"works better|easier for me)\b")
-_PARTS = (r"knees?|hips?|back|neck|shoulders?|foot|feet|ankles?|legs?|arms?|hands?|wrists?|elbows?|head|stomach|"
-          r"belly|jaw|tooth|teeth|ears?|eyes?|toes?|fingers?|calf|calves|side|joints?|heels?|throat|gut|ribs?|groin|bladder")
-_BODY_PAIN = re.compile(
-    r"\b(?:burning(?: sensation)?|sensation|numbness|tingling|pins and needles|pain|ache|aching|soreness|swelling|cramps?)"
-    r"(?: [a-z]+){0,2}? in (?:my |the |his |her |both )?(?P<part3>" + _PARTS + r")\b|" + 
-    r"\b(?:my |the |his |her |both )?(?P<part>" + _PARTS + r")\b[^.!?]{0,25}?\b(?:hurts?|hurting|aches?|aching|pain|painful|sore|"
-    r"killing me|bothering me|acting up|swollen|swelling|throbbing|stiff|numb|tingling|burning|cramping|giving me trouble|flared|"
-    r"puffy|tender|bruised|itchy|twitching|shaking|locked up|locking|gave out|giving out|keeps? hurting|red and|warm and|hot and)\b"
-    r"|\b(?:pain|ache|aching|soreness|swelling|numbness|tingling|cramps?) in (?:my |the |his |her |both )?(?P<part2>" + _PARTS + r")\b")
-_DIAGNOSED = re.compile(
-    r"\b(diagnosed (?:me )?with|diagnosis of|told me i (?:have|had|got)|found out i (?:have|had)|said i (?:have|had)|"
-    r"says i (?:have|had)|tested positive for|turns out i (?:have|had)|said it(?:'s| is| was)|says it(?:'s| is)|"
-    r"told me it(?:'s| is| was)|turned out(?: to be)|came back positive for|confirmed (?:it was|i have))\s+['\"\u2018\u201c]?(?:a |an |some |mild |early |the )?"
-    r"([a-z][a-z'\- ]{2,40}?)['\"\u2019\u201d]?(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|last|this|yesterday|today|on|at|in|now|too|lol)\b)")
-_STOP_CONDITION = frozenset("it that this something nothing anything everything to be a an the my no not any fine ok okay "
-                            "normal good nothing probably just only too all and or but so then because if when".split())
-_PRESCRIBED = re.compile(
-    r"\b(started me on|put me on|prescribed(?: me)?|switched me to|gave me a prescription for|called in|i'm now on|im now on|"
-    r"now i'm on|now im on|started taking|began taking)\s+(?:a |an |some |the |this |new )?([a-z][a-z\-]{3,20})(?:\s+(\d+\s*mg))?\b")
-_GENERIC_WORDS = frozenset(
-    "pill pills medicine medication med meds shot shots injection pen tablet tablets prescription something stuff new "
-    "different another higher lower bigger smaller dose generic brand walking exercise diet water every daily more less "
-    "it them that those these".split())
-_PROC_NOUN = re.compile(
-    r"\b(?:[a-z]+ ){0,2}?(?:surgery|scan|biopsy|repair|removal|replacement|exam|study|screening|ultrasound|x-?ray|mri|"
-    r"procedure|operation|transplant|implant|fusion|reconstruction|scope|cath|catheterization|endoscopy|colonoscopy|"
-    r"mammogram|angiogram|echocardiogram|ekg|ecg|eeg|emg|stress test|pap smear|injection)s?\b"
-    r"|\b(?:knee|hip|shoulder|valve|joint|hernia|tooth|teeth|cataract|gallbladder|appendix|tonsils|thyroid)s? "
-    r"(?:replaced|repaired|removed|fixed|pulled|out|taken out)\b")
-_VACCINE_NAMES = (r"flu|influenza|covid(?:-19)?|shingles|zoster|pneumonia|pneumococcal|tetanus|tdap|rsv|hep(?:atitis)? [ab]|hpv|"
-                  r"whooping cough|pertussis|mmr|polio|meningitis|meningococcal|chickenpox|varicella|measles")
-_VACCINE_LIST = re.compile(r"\b((?:(?:" + _VACCINE_NAMES + r")(?:,\s*|\s+(?:and|&|plus)\s+|\s+)){1,4})(?:updated |new |annual |yearly )?(?:shots?|vaccines?|vaccinations?|boosters?|jabs?|immunizations?|inoculations?)\b")
+_EXPOSURE_CLASSES = cue_words("exposure_classes")
+_ANTIHISTAMINE = cue_words("antihistamine")
+_STATUS_WORDS = [(re.compile(r["pattern"]), r["status"]) for r in cue_rules("status_words")]
+_GOAL = cue_pattern("goal")
+_PREFERENCE = cue_pattern("preference")
+_BODY_PAIN = cue_pattern("body_pain")
+_DIAGNOSED = cue_pattern("diagnosed")
+_STOP_CONDITION = cue_words("stop_condition")
+_PRESCRIBED = cue_pattern("prescribed")
+_GENERIC_WORDS = cue_words("generic_words")
+_PROC_NOUN = cue_pattern("proc_noun")
+_VACCINE_NAMES = cue_text("vaccine_names")
+_VACCINE_LIST = cue_pattern("vaccine_list")
 _VACCINE_CANON = {"influenza": "influenza vaccine", "zoster": "zoster vaccine", "pneumococcal": "pneumococcal vaccine",
                   "pertussis": "pertussis vaccine", "meningococcal": "meningococcal vaccine", "varicella": "varicella vaccine",
                   "flu": "influenza vaccine", "covid": "covid-19 vaccine", "covid-19": "covid-19 vaccine", "shingles": "zoster vaccine",
@@ -158,77 +93,34 @@ _VACCINE_CANON = {"influenza": "influenza vaccine", "zoster": "zoster vaccine", 
                   "hep": "hepatitis vaccine", "hepatitis": "hepatitis vaccine", "hpv": "hpv vaccine", "whooping": "pertussis vaccine",
                   "mmr": "mmr vaccine", "polio": "polio vaccine", "meningitis": "meningococcal vaccine", "chickenpox": "varicella vaccine",
                   "measles": "mmr vaccine"}
-_ALLERGIC_TO = re.compile(r"\b(?:allergic to|allergy to|allergies to|reaction to|react to|sensitive to|intolerant to|intolerant of)\s+"
-                          r"(?:the |my |that |those |these |all |any )?([a-z][a-z'\- ]{1,30}?)(?=\s*(?:[.,!?;]|$)|\s(?:and|but|so|too|now|anymore|again|either|though|lol)\b)")
-_REMOVAL = re.compile(
-    r"\b(took out|taken out|removed|remove|cut out|excised|biopsied|froze off|burned off|lasered)\b[^.!?]{0,25}?"
-    r"\b(polyps?|moles?|lumps?|cysts?|tonsils|appendix|gallbladder|growths?|spots?|skin tags?|lesions?|nodules?|stones?)\b")
+_ALLERGIC_TO = cue_pattern("allergic_to")
+_REMOVAL = cue_pattern("removal")
 # "had my IUD taken out", "got the stitches removed", "getting a port put in": object before the verb.
-_HAD_X_DONE = re.compile(
-    r"\b(?:had|got|getting|get|gotten)\s+(?:my|the|a|an|both|his|her)\s+((?:[a-z0-9-]+\s+){0,2}?[a-z0-9-]+)\s+"
-    r"(taken out|took out|removed|pulled|put in|placed|inserted|implanted|replaced|swapped out|changed out|drained|cauterized|lanced)\b")
-_NOT_PROCEDURE_OBJECTS = frozenset("car truck trash garbage hair nails carpet furniture tv couch tree tires tire oil stuff "
-                                   "things junk order package groceries name number phone".split())
+_HAD_X_DONE = cue_pattern("had_x_done")
+_NOT_PROCEDURE_OBJECTS = cue_words("not_procedure_objects")
 # Suicidal ideation as people say it (PHQ-9 item 9 and C-SSRS screening wording, passive and active forms).
-_SUICIDAL = re.compile(
-    r"\b(?:(?:be |are |is )?better off (?:dead|without me|if i (?:was|were|wasn'?t|weren'?t) (?:here|around|alive))|"
-    r"wish(?:ed)? i (?:was|were|could be) dead|wish(?:ed)? i (?:could|would) (?:just )?(?:disappear|not wake up|go to sleep and not wake up|die)|"
-    r"(?:want|wanted|wanna) to die|(?:kill|hurt|harm)(?:ing)? myself|end (?:it all|my life|things)|take my (?:own )?life|"
-    r"(?:don'?t|do not|didn'?t) (?:want|wanna) to (?:be here|be alive|live|wake up|exist)(?: anymore)?|"
-    r"no (?:reason|point) (?:to live|in living|going on|to keep going)|suicid\w*|thoughts of (?:death|dying|hurting myself))")
-_ACTIVE_SI = re.compile(r"\b(kill|hurt|harm)(?:ing)? myself|end (?:it all|my life)|take my (?:own )?life|plan\b|pills to|suicide attempt")
+_SUICIDAL = cue_pattern("suicidal")
+_ACTIVE_SI = cue_pattern("active_si")
 # A care program named by its form ("the heart class", "my diabetes classes", "the balance program") with a verb of
 # joining, attending or leaving it: a care-plan activity even when the program's name is not in the dictionary.
-_PROGRAM = re.compile(
-    r"\b(done with|finished with|through with|quit|quitting|stopped going to|stopped|stopped attending|dropped out of|gave up on|"
-    r"skipped|skipping|missed|started|starting|signed up for|joined|enrolled in|finished)\s+"
-    r"(?:the |my |that |those |a |an |our )?((?:[a-z][a-z-]+\s+){1,3}?(?:class|classes|program|programme|course|sessions|group|rehab|therapy))\b")
-_PROGRAM_STOP = frozenset("done finished through quit quitting stopped dropped gave skipped skipping missed".split())
+_PROGRAM = cue_pattern("program")
+_PROGRAM_STOP = cue_words("program_stop")
 _BEHAVIOUR_CARE = {"tobacco_use": "smoking cessation", "alcohol_use": "alcohol use"}
-_ONGOING_TREATMENTS = frozenset({"dialysis", "infusion", "radiation", "allergen immunotherapy", "physical therapy",
-                                 "cardiac rehab", "wound repair"})
-_PROC_PAST = re.compile(r"\b(had|got|did|done|went|was|underwent|getting|removed|took out|fixed)\b")
-_WHERE = re.compile(r"\b(?:at|in|from)\s+(?:the\s+)?((?:[a-z0-9'&-]+\s+){0,3}?(?:pharmacy|clinic|center|centre|hospital|office|care|er|walgreens|cvs|kroger|walmart|costco|target|rite aid|health fair|fair|spa|practice|place|school|work|department))\b")
-_CAPITAL_NOT_NAME = frozenset(
-    """
-    i i'm im i've i'll i'd ok okay lol omg yes no yeah yep nope hi hey hello thanks thank so and but or the a an my
-    dr doctor ms miss nurse coach god jesus monday tuesday wednesday thursday friday saturday sunday january
-    february march april may june july august september october november december thanksgiving christmas easter
-    halloween just also then well oh ugh honestly really pretty good great not still mostly busy happy sad tired
-    """.split()
-)
-_PERSON_VERB = re.compile(r"(takes|is on|was on|got diagnosed|was diagnosed|just got diagnosed|has been on|just started|"
-                          r"is diabetic|has diabetes|has asthma|has cancer|had a (?:stroke|heart attack)|is taking|was taking|"
-                          r"got put on|was put on|was started on|is getting|is having|was having|has to take|needs to take|"
-                          r"had surgery|was admitted|is in the hospital|passed away)\b")
-_NOT_A_PERSON = frozenset(
-    """
-    it that this what which who everything something nothing anything everyone someone work life knee back leg arm
-    sugar pressure bp weight heart doctor doc nurse insurance pharmacy medicine med meds pill pills shot everybody
-    mine yours which while now then there here also still just only really that's thats where how when why who
-    let today tomorrow yesterday tonight everyone's nobody everyone everything life never always finally recently
-    already even both all ever usually sometimes often probably maybe actually basically literally totally they them their you your we us our he she him her his
-    weather traffic time week day night morning body blood food house car phone job office clinic hospital store
-    church school class game team stomach belly foot feet hand hands eye eyes head chest hip hips shoulder neck
-    toe toes skin leg legs arm arms kidney kidneys liver lungs lung thyroid bladder brain mood energy sleep
-    appetite reading readings number numbers test result results scan labs lab it's that's there's what's
-    """.split()
-)
-_FINITE_VERBS = frozenset(
-    "is was were are am be been has have had do did does got get went go take took taking felt feel feeling started stopped "
-    "quit ran checked said told think thought i'm im i've ive i'll it's its".split())
-_NAME_NEXT_INITIAL = frozenset("is has takes gets says wants needs goes keeps uses was".split())
-_FAMILY_HISTORY = re.compile(r"\b(?:runs?|ran|running) (?:\w+ ){0,4}?(?:in|on|through) (?:\w+ ){0,4}?famil(?:y|ies)\b|"
-                             r"\bfamily history\b|\bin (?:my|our|the) (?:genes|blood|family tree)\b|\bhereditary\b")
-_OWN_CLAIM = re.compile(r"\b(?:i have|i've got|ive got|i got|i was diagnosed|i'm diabetic|me too|so do i|i do too|i also have|now i have)\b")
-_ADVERBS = frozenset("finally just also recently never already actually apparently".split())
-_PLACE_PREPS = frozenset("from at next down across over in".split())
-_NAME_S_VERBS = frozenset("takes has gets says wants needs keeps uses swears injects".split())
-_NAME_NEXT_PAST = frozenset("had got took went was ended landed collapsed fell broke".split())
-_NAME_NEXT = frozenset(
-    "is was has had just takes took started got gets says said wants wanted needs needed went goes 's and's also too "
-    "told keeps kept used uses".split()
-)
+_ONGOING_TREATMENTS = cue_words("ongoing_treatments")
+_PROC_PAST = cue_pattern("proc_past")
+_WHERE = cue_pattern("where")
+_CAPITAL_NOT_NAME = cue_words("capital_not_name")
+_PERSON_VERB = cue_pattern("person_verb")
+_NOT_A_PERSON = cue_words("not_a_person")
+_FINITE_VERBS = cue_words("finite_verbs")
+_NAME_NEXT_INITIAL = cue_words("name_next_initial")
+_FAMILY_HISTORY = cue_pattern("family_history")
+_OWN_CLAIM = cue_pattern("own_claim")
+_ADVERBS = cue_words("adverbs")
+_PLACE_PREPS = cue_words("place_preps")
+_NAME_S_VERBS = cue_words("name_s_verbs")
+_NAME_NEXT_PAST = cue_words("name_next_past")
+_NAME_NEXT = cue_words("name_next")
 
 
 @dataclass
@@ -1074,9 +966,8 @@ def _asked_about_other(previous: list[TurnState]) -> str:
     return ""
 
 
-_ASKED_NAME = re.compile(r"(?:\b(?:is|was|did|does|has|how's|hows|about|for)\s+([A-Z][a-z]+)\b(?!,)|\b([A-Z][a-z]+)'s\s+[a-z])")
-_HEALTH_EVENT = re.compile(r"\b(hospital|hospitalized|er|emergency|ambulance|icu|urgent care|fell|fall|fallen|sick|ill|diagnosed|"
-                           r"surgery|passed|stroke|heart attack|cancer|rehab|nursing home|hospice|admitted|biopsy|scan|tests)\b")
+_ASKED_NAME = cue_pattern("asked_name")
+_HEALTH_EVENT = cue_pattern("health_event")
 
 
 def _neutral_follow_up(coach: TurnState) -> bool:
@@ -1086,7 +977,7 @@ def _neutral_follow_up(coach: TurnState) -> bool:
     return not re.search(r"\b(you|your|ur|u|you're|youre|yourself)\b", coach.low)
 
 
-_THIRD_PERSON_SUBJECT = frozenset("he she he's she's hes shes him".split())
+_THIRD_PERSON_SUBJECT = cue_words("third_person_subject")
 
 
 def _carry_after(people: list, carry: str) -> str:
@@ -1150,8 +1041,8 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
     return out
 
 
-_QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{3,})[\"\u201d]?")
-_SPEECH_BEFORE_QUOTE = re.compile(r"\b(?:said|says|told me|tells me|goes|went|was like|is like|texted|wrote|swears|keeps saying)\b[\s,:]*$")
+_QUOTE = cue_pattern("quote")
+_SPEECH_BEFORE_QUOTE = cue_pattern("speech_before_quote")
 
 
 def _quoted_speakers(sent: Sentence, people: list) -> list:
@@ -1210,8 +1101,7 @@ def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.Con
 
 _AMOUNT = {"half": 0.5, "one": 1, "1": 1, "a": 1, "two": 2, "2": 2, "three": 3, "3": 3, "four": 4, "4": 4, "double": 2,
            "whole": 1, "single": 1}
-_INSTEAD_OF = re.compile(r"\b(half|one|two|three|four|double|single|[1-4])\b[^.!?]{0,45}?\binstead of\s+(?:the\s+|my\s+|just\s+)?"
-                         r"(half|one|two|three|four|whole|single|a|[1-4])\b")
+_INSTEAD_OF = cue_pattern("instead_of")
 
 
 def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
@@ -1242,8 +1132,7 @@ def _source(sentence: str, drug: str, res: ctx.ContextResult, turn: TurnInput) -
     return ""
 
 
-_SERVICE_WORDS = frozenset("specialist specialists doctor doc clinic educator education class classes nurse center program "
-                           "supplies test testing screening meds medicine medication pill pills shot group walk foundation".split())
+_SERVICE_WORDS = cue_words("service_words")
 
 
 def _followed_by_service(words: list[str], idx: int) -> bool:
@@ -1268,8 +1157,7 @@ def _stated_status(sentence: str, hit: Hit | None) -> str:
     return ""
 
 
-_CARE_VERBS = frozenset("been gone done doing used using use wear wearing worn going went go do tried trying checking checked "
-                        "check followed following".split())
+_CARE_VERBS = cue_words("care_verbs")
 
 
 def _care_action(sentence: str) -> str:
@@ -1570,11 +1458,7 @@ def _merge(unresolved: Mention, named: Mention, named_state: TurnState) -> None:
         unresolved.state = "duplicate"  # same turn: the named mention already carries it
 
 
-_Q_ACTION = [
-    (re.compile(r"\b(stop|stopped|quit|off)\b"), "stopped"),
-    (re.compile(r"\b(skip|skipped|miss|missed)\b"), "skipped"),
-    (re.compile(r"\b(start|started|new)\b"), "started"),
-]
+_Q_ACTION = [(re.compile(r["pattern"]), r["action"]) for r in cue_rules("q_action")]
 
 
 def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
@@ -1595,10 +1479,7 @@ def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coac
                 break
 
 
-_BARE_ACTION = re.compile(
-    r"\b(ran out|run out|running out|quit|stopped|finished|skipped|missed|gave up|haven'?t (?:taken|used|done|worn|touched)|"
-    r"not taking|not using|not wearing|still taking|still using|only (?:wear|use|take|used|wore|took)|keep (?:pulling|taking|forgetting)|"
-    r"forgot|forget|back on|started|wear|wearing|use|using|take|taking|doing)\b")
+_BARE_ACTION = cue_pattern("bare_action")
 
 
 def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None, lex: Lexicon) -> None:
@@ -1784,13 +1665,8 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
                                       confidence=0.55, turn_ids=turn_ids, name=substance))
 
 
-_FOLLOW_UP_Q = re.compile(
-    r"\b(how long|how often|how many|has (?:that|this|it) happened|happened before|is (?:that|this) new|when did (?:that|this|it|you)|"
-    r"since when|which (?:one|pill|pen|medicine|med|inhaler|shot)|what kind|how bad|how high|how low|what (?:was|were) (?:it|the)|"
-    r"does (?:your|the) (?:\w+ )?(?:doctor|dr|nurse|provider|team|pcp) know|did you tell|have you told|did they|what did (?:they|she|he) say|"
-    r"has anyone (?:ever )?told you|have you (?:ever )?been told|were you told|anyone told you|did anyone|"
-    r"what made|why did|any other|anything else with)\b")
-_ANSWER = re.compile(r"\b(too|also|again|times|every|always|yes|yeah|ya|yep|no|nope|not yet|never|since|still|both|only)\b")
+_FOLLOW_UP_Q = cue_pattern("follow_up_q")
+_ANSWER = cue_pattern("answer")
 
 
 def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
