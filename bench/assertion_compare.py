@@ -170,14 +170,13 @@ def score_patient(folder: Path, group: str, lex: Any, helpers: tuple, ctx: Any, 
         for tid in trap.get("turn_ids", []):
             wanted[tid].append(("trap", cls, canon, norm))
     for session in transcript.get("sessions", []):
-        frame = None
         for turn in session.get("turns", []):
             if turn.get("speaker") != "patient":
                 continue
             text = turn.get("text") or ""
             tally.patient_turns += 1
             sents = _sentences(text, lex, overlay, split_sentences, names_fn)
-            frame = ctx.speaker_frame(text, frame, names=[n for s in sents for n in _shift(s)])
+            frame = ctx.speaker_frame(text, None, names=[n for s in sents for n in _shift(s)])
             verdicts = _run(sents, own, ctx, frame, tally)
             for kind, cls, canon, norm in wanted.get(turn["id"], []):
                 named = [(v_own, v_med, t) for s, vs in zip(sents, verdicts) for t, v_own, v_med in zip(s.targets, *vs)

@@ -72,6 +72,8 @@ class MedspacyContext:
     def __init__(self, rules_path: Path = RULES_PATH) -> None:
         self.rules: RuleSet = load_rules(rules_path)
         self._nlp, self._context, self._frames = _build(self.rules)
+        self._frame_at_start = {self._nlp.vocab.strings[f"frame{i}"]: bool(spec.metadata.get("at_start"))
+                                for i, spec in enumerate(self.rules.frame_patterns)}
         self._lock = threading.Lock()  # the ConText component keeps per-call state on itself
 
     # ---- the interface the rules engine calls ------------------------------------------------------
@@ -114,11 +116,12 @@ class MedspacyContext:
 
     def speaker_frame(self, turn_text: str, current: SpeakerFrame | None = None, *,
                       names: Sequence[tuple[int, int]] = ()) -> SpeakerFrame | None:
-        """The caregiver frame after this turn: the one it opens, else `current` (the engine carries it through the
-        session: a caregiver who says they now type for themself still speaks about the patient)."""
+        """The caregiver frame of this turn: the one it opens, else `current`. Measured on the tune split, a frame
+        belongs to the turn that shows it (caregivers type 'for a second' and hand back), so the engine should pass
+        current=None unless it has its own reason to carry a frame."""
         doc = self._nlp.make_doc(turn_text)
         _set_names(doc, names)
-        found = self._frames(doc)
+        found = [m for m in self._frames(doc) if m[1] == 0 or not self._frame_at_start[m[0]]]
         if not found:
             return current
         _, start, end = max(found, key=lambda m: (m[2] - m[1], -m[1]))

@@ -96,8 +96,11 @@ def _spec(raw: dict[str, Any], vocab: dict[str, frozenset[str]], sources: dict[s
         if not raw.get("phenomenon"):
             raise RulesError(f"rule {literal!r} must name the phenomenon it covers")
     pattern = _expand(raw["pattern"], vocab) if raw.get("pattern") else None
+    metadata = dict(raw.get("metadata") or {})
+    if raw.get("at_start"):
+        metadata["at_start"] = True  # a frame tag counts only at the very start of the turn
     return RuleSpec(literal, category, direction, source, raw.get("phenomenon", ""), pattern, raw.get("max_scope"),
-                    dict(raw.get("metadata") or {}))
+                    metadata)
 
 
 def parse_rules(data: dict[str, Any]) -> RuleSet:

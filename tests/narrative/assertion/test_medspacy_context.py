@@ -133,6 +133,11 @@ def test_the_frame_carries_through_turns_that_open_none(ctx) -> None:
     assert ctx.speaker_frame("all good here") is None
 
 
+def test_a_bracketed_name_tag_opens_a_frame_only_at_the_start(ctx) -> None:
+    assert ctx.speaker_frame("(Odile) she took the amlodipine") is not None
+    assert ctx.speaker_frame("took the pill (Norvasc) at noon") is None
+
+
 def test_a_named_typist_makes_either_pronoun_the_patient(ctx) -> None:
     frame = ctx.speaker_frame("Hi, this is Rosalind typing. Long week.")
     assert frame is not None and {"he", "she"} <= frame.patient_words
