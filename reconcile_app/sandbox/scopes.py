@@ -57,7 +57,7 @@ def scopes_not_allowed(requested: list[str], registered: str) -> list[str]:
 
 
 def scope_permits(scope: str, *, resource_type: str, perm: str) -> tuple[bool, str]:
-    """Whether a granted scope string allows `perm` (c/r/s) on a type; also returns the widest context."""
+    """Whether a granted scope string allows `perm` (c/r/u/d/s) on a type; also returns the widest context."""
     best = ""
     for parsed in (parse_resource_scope(s) for s in scope.split()):
         if parsed and parsed.resource_type in ("*", resource_type) and perm in parsed.perms:

@@ -100,6 +100,44 @@ def sandbox_resource_create(*, resource: dict[str, Any]) -> SandboxResource:
     )
 
 
+def _next_version(current: dict[str, Any]) -> str:
+    meta = current.get("meta") if isinstance(current.get("meta"), dict) else {}
+    try:
+        return str(int(meta.get("versionId") or 1) + 1)
+    except (TypeError, ValueError):
+        return "2"
+
+
+@transaction.atomic
+def sandbox_resource_update(*, resource_type: str, fhir_id: str, resource: dict[str, Any]) -> SandboxResource:
+    """Replace a resource as an EHR update does: same id, the next versionId, a new lastUpdated.
+    Raises SandboxResource.DoesNotExist when there is nothing to update."""
+    row = SandboxResource.objects.select_for_update().get(resource_type=resource_type, fhir_id=fhir_id)
+    body = dict(resource)
+    body["resourceType"], body["id"] = resource_type, fhir_id
+    body["meta"] = {**(body.get("meta") if isinstance(body.get("meta"), dict) else {}),
+                    "versionId": _next_version(row.json), "lastUpdated": timezone.now().isoformat()}
+    row.json = body
+    row.patient_id = resource_patient_id(body) or row.patient_id
+    row.save(update_fields=["json", "patient_id", "last_updated"])
+    return row
+
+
+def sandbox_medication_stop(*, fhir_id: str, resource_type: str = "MedicationRequest") -> SandboxResource:
+    """The EHR's 'stop' on a medication: the order (or statement) becomes stopped, a new version."""
+    row = SandboxResource.objects.get(resource_type=resource_type, fhir_id=fhir_id)
+    return sandbox_resource_update(resource_type=resource_type, fhir_id=fhir_id, resource={**row.json, "status": "stopped"})
+
+
+@transaction.atomic
+def sandbox_resource_delete(*, resource_type: str, fhir_id: str) -> bool:
+    """Delete one of the app-writable types (what apps wrote, they may take back); False when absent."""
+    if resource_type not in CREATABLE_TYPES:
+        raise ValueError("only resources apps write can be deleted in the sandbox")
+    deleted, _ = SandboxResource.objects.filter(resource_type=resource_type, fhir_id=fhir_id).delete()
+    return bool(deleted)
+
+
 # --- clients and keys -------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""The sandbox's FHIR R4 API: discovery, CapabilityStatement, read, search by patient with paging, create."""
+"""The sandbox's FHIR R4 API: discovery, CapabilityStatement, read, search by patient with paging, create,
+update (with If-Match) and delete of what apps wrote."""
 from __future__ import annotations
 
 import json
@@ -17,13 +18,15 @@ from .forms import FhirSearchForm
 from .models import SandboxToken, SimulatedError
 from .scopes import scope_permits
 from .selectors import sandbox_access_token_get, sandbox_resource_get, sandbox_resource_search
-from .services import sandbox_resource_create
+from .services import sandbox_resource_create, sandbox_resource_delete, sandbox_resource_update
 
 FHIR_JSON = "application/fhir+json"
 READABLE_TYPES = (
     "Patient", "Practitioner", "Encounter", "Condition", "MedicationRequest", "MedicationStatement",
     "AllergyIntolerance", "Observation", "Procedure", "Immunization", "CarePlan", *CREATABLE_TYPES,
 )
+# Clinical updates (an order stopped, an allergy resolved) are the EHR's; apps update or delete only what they wrote.
+UPDATABLE_TYPES = tuple(t for t in READABLE_TYPES if t not in ("Patient", "Practitioner"))
 APPLIED_SEARCH_PARAMS = ("patient", "subject", "_id")
 SMART_CAPABILITIES = [
     "launch-ehr", "launch-standalone", "client-public", "client-confidential-asymmetric",
@@ -127,8 +130,10 @@ def capability_statement(request: HttpRequest) -> JsonResponse:
     resources = []
     for resource_type in READABLE_TYPES:
         interactions = [{"code": "read"}, {"code": "search-type"}]
+        if resource_type in UPDATABLE_TYPES:
+            interactions.append({"code": "update"})
         if resource_type in CREATABLE_TYPES:
-            interactions.append({"code": "create"})
+            interactions += [{"code": "create"}, {"code": "delete"}]
         params = [{"name": "patient", "type": "reference"}, {"name": "subject", "type": "reference"}]
         if resource_type == "Patient":
             params = [{"name": "_id", "type": "token"}]
@@ -154,20 +159,52 @@ def capability_statement(request: HttpRequest) -> JsonResponse:
     })
 
 
+def _etag(resource: dict[str, Any]) -> str:
+    meta = resource.get("meta") if isinstance(resource.get("meta"), dict) else {}
+    return f'W/"{meta.get("versionId") or 1}"'
+
+
 @csrf_exempt
-@fhir_methods("GET")
+@fhir_methods("GET", "PUT", "DELETE")
 def resource_read(request: HttpRequest, resource_type: str, fhir_id: str) -> HttpResponse:
+    allowed_methods = ["GET", *(["PUT"] if resource_type in UPDATABLE_TYPES else []), *(["DELETE"] if resource_type in CREATABLE_TYPES else [])]
+    if request.method not in allowed_methods:
+        return operation_outcome(405, "not-supported", f"{request.method} is not supported for {resource_type}.",
+                                 Allow=", ".join(allowed_methods))
     token = _bearer(request)
     if isinstance(token, JsonResponse):
         return token
-    allowed, patient_id = _compartment(token, resource_type=resource_type, perm="r")
+    perm = {"GET": "r", "PUT": "u", "DELETE": "d"}[request.method or "GET"]
+    allowed, patient_id = _compartment(token, resource_type=resource_type, perm=perm)
     if not allowed:
-        return operation_outcome(403, "forbidden", f"The token's scopes do not allow reading {resource_type}.")
+        verb = {"r": "reading", "u": "updating", "d": "deleting"}[perm]
+        return operation_outcome(403, "forbidden", f"The token's scopes do not allow {verb} {resource_type}.")
     row = sandbox_resource_get(resource_type=resource_type, fhir_id=fhir_id)
     # Outside the token's patient looks exactly like absent: no probing other patients' ids.
     if row is None or (patient_id is not None and row.patient_id not in ("", patient_id)):
         return operation_outcome(404, "not-found", f"{resource_type}/{fhir_id} is not known.")
-    return _fhir(row.json)
+    if request.method == "PUT":
+        return _update(request, row.json, resource_type=resource_type, fhir_id=fhir_id, confined_to=patient_id)
+    if request.method == "DELETE":
+        sandbox_resource_delete(resource_type=resource_type, fhir_id=fhir_id)
+        return HttpResponse(status=204)
+    return _fhir(row.json, ETag=_etag(row.json))
+
+
+def _update(request: HttpRequest, current: dict[str, Any], *, resource_type: str, fhir_id: str, confined_to: str | None) -> HttpResponse:
+    try:
+        resource = json.loads(request.body or b"null")
+    except ValueError:
+        return operation_outcome(400, "structure", "The body is not JSON.")
+    if not isinstance(resource, dict) or resource.get("resourceType") != resource_type or str(resource.get("id")) != fhir_id:
+        return operation_outcome(400, "invalid", f"The body must be {resource_type}/{fhir_id}.")
+    if confined_to is not None and resource_patient_id(resource) != confined_to:
+        return operation_outcome(403, "forbidden", "The token may only write for its own patient.")
+    wanted = request.headers.get("If-Match", "")
+    if wanted and wanted != _etag(current):
+        return operation_outcome(412, "conflict", "The resource changed since it was read (If-Match).")
+    row = sandbox_resource_update(resource_type=resource_type, fhir_id=fhir_id, resource=resource)
+    return _fhir(row.json, ETag=_etag(row.json))
 
 
 def _page_url(request: HttpRequest, *, offset: int, count: int) -> str:

@@ -37,8 +37,9 @@ def test_capability_statement_carries_oauth_uris_and_create_interactions(client:
     assert oauth == {"authorize": "http://testserver/sandbox/auth/authorize", "token": "http://testserver/sandbox/auth/token"}
     interactions = {r["type"]: {i["code"] for i in r["interaction"]} for r in rest["resource"]}
     for writable in ("DetectedIssue", "Task", "Communication"):
-        assert "create" in interactions[writable]
-    assert "create" not in interactions["Condition"]
+        assert {"create", "update", "delete"} <= interactions[writable]
+    assert "create" not in interactions["Condition"] and "update" in interactions["Condition"]
+    assert "update" not in interactions["Patient"]
 
 
 def test_loading_rewrites_urn_uuid_references_to_the_patient(sandbox_data: int) -> None:
@@ -172,3 +173,44 @@ def test_unsupported_methods_and_paths_answer_with_operation_outcomes(client: Cl
     assert delete["Allow"] == "GET"
     unknown = client.get("/sandbox/fhir/Patient/pat-a/_history/1", **bearer(patient_a_token))
     assert unknown.status_code == 404 and unknown.json()["issue"][0]["code"] == "not-found"
+
+
+def test_an_ehr_update_is_a_new_version_and_if_match_guards_it(client: Client, sandbox_data: int, app_client) -> None:  # type: ignore[no-untyped-def]
+    writer = ehr_launch(client, scope="launch patient/*.cruds").token["access_token"]
+    read = client.get("/sandbox/fhir/Condition/cond-a1", **bearer(writer))
+    resolved = {**read.json(), "clinicalStatus": {"coding": [{"code": "resolved"}]}}
+    stale = read["ETag"]
+    updated = client.put("/sandbox/fhir/Condition/cond-a1", json.dumps(resolved), content_type="application/fhir+json",
+                         HTTP_IF_MATCH=stale, **bearer(writer))
+    assert updated.status_code == 200 and updated.json()["meta"]["versionId"] == "2" and updated["ETag"] == 'W/"2"'
+    assert SandboxResource.objects.get(fhir_id="cond-a1").json["clinicalStatus"]["coding"][0]["code"] == "resolved"
+    again = client.put("/sandbox/fhir/Condition/cond-a1", json.dumps(resolved), content_type="application/fhir+json",
+                       HTTP_IF_MATCH=stale, **bearer(writer))
+    assert again.status_code == 412 and again.json()["issue"][0]["code"] == "conflict"  # someone else changed it meanwhile
+
+
+def test_updates_and_deletes_need_their_scope_and_deletes_only_what_apps_wrote(client: Client, sandbox_data: int, app_client) -> None:  # type: ignore[no-untyped-def]
+    read_only = ehr_launch(client).token["access_token"]
+    writer = ehr_launch(client, scope="launch patient/*.cruds").token["access_token"]
+    condition = client.get("/sandbox/fhir/Condition/cond-a1", **bearer(writer)).json()
+    assert client.put("/sandbox/fhir/Condition/cond-a1", json.dumps(condition), content_type="application/json",
+                      **bearer(read_only)).status_code == 403
+    assert client.put("/sandbox/fhir/Condition/cond-a1", json.dumps({**condition, "id": "other"}), content_type="application/json",
+                      **bearer(writer)).status_code == 400
+    refused = client.delete("/sandbox/fhir/Condition/cond-a1", **bearer(writer))
+    assert refused.status_code == 405 and refused["Allow"] == "GET, PUT"
+    issue = {"resourceType": "DetectedIssue", "status": "final", "patient": {"reference": "Patient/pat-a"}}
+    created = client.post("/sandbox/fhir/DetectedIssue", json.dumps(issue), content_type="application/json", **bearer(writer)).json()
+    assert client.delete(f"/sandbox/fhir/DetectedIssue/{created['id']}", **bearer(read_only)).status_code == 403
+    assert client.delete(f"/sandbox/fhir/DetectedIssue/{created['id']}", **bearer(writer)).status_code == 204
+    assert client.get(f"/sandbox/fhir/DetectedIssue/{created['id']}", **bearer(writer)).status_code == 404
+
+
+def test_the_ehr_stopping_a_medication_is_a_new_version_of_the_order(sandbox_data: int) -> None:
+    from reconcile_app.sandbox.services import sandbox_medication_stop
+
+    order = {"resourceType": "MedicationRequest", "id": "med-x", "status": "active", "intent": "order",
+             "subject": {"reference": "Patient/pat-a"}}
+    SandboxResource.objects.create(resource_type="MedicationRequest", fhir_id="med-x", patient_id="pat-a", json=order)
+    row = sandbox_medication_stop(fhir_id="med-x")
+    assert (row.json["status"], row.json["meta"]["versionId"], row.json["id"]) == ("stopped", "2", "med-x")
