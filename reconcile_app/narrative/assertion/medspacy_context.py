@@ -295,10 +295,10 @@ def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, p
                    metadata: dict[str, Any]) -> list[Any]:
     """One ConTextRule per phrase when the pattern expands to phrases (fast lookup), else the token pattern itself."""
     meta = {**metadata, "rule": literal}
-    if direction.upper() == "TERMINATE":
+    if direction.upper() in ("TERMINATE", "PSEUDO"):
         # medspaCy's tuple_overlaps misses a scope lying strictly inside another, so a terminator whose scope is the
         # whole sentence never cuts a short negation window; a one-token scope around it overlaps every scope that
-        # contains it.
+        # contains it. (A pseudo-trigger never modifies anything; a soft boundary only cuts through terminated_by.)
         max_scope = 1
     phrases = phrase_expansions(pattern) if isinstance(pattern, list) else None
     if phrases is not None:

@@ -72,6 +72,14 @@ def test_the_patients_own_i_ends_another_persons_scope(ctx) -> None:
     assert verdict(ctx, sentence, "hydroxychloroquine").is_patient_affirmed
 
 
+def test_so_as_an_adverb_does_not_end_another_persons_scope(ctx) -> None:
+    assert verdict(ctx, "He was so dizzy after the new pills.", "dizzy").subject == "other"
+
+
+def test_so_ends_a_negation(ctx) -> None:
+    assert not verdict(ctx, "No cramps today so the magnesium helps.", "magnesium").negated
+
+
 def test_a_pronoun_carries_the_other_person(ctx) -> None:
     assert verdict(ctx, "She is on prednisone for her knees.", "prednisone").subject == "other"
 
