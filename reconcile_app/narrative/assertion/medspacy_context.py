@@ -41,10 +41,19 @@ class Assertion:
     uncertain: bool = False
     owner: str = ""  # the patient took someone else's supply: whose it was
     cues: tuple[str, ...] = ()  # "NEGATED_EXISTENCE:no", for explanations
+    negation_start: int = -1  # character offset of the negation cue in the sentence ("not taking" reads as a stop)
 
     @property
     def is_patient_affirmed(self) -> bool:
         return self.subject == PATIENT and not (self.negated or self.hypothetical or self.historical or self.uncertain)
+
+    @property
+    def label(self) -> str:
+        """One label in the own engine's order (a plan or the past outranks an inner negation: 'if I don't take it')."""
+        for flag in ("hypothetical", "historical", "negated", "uncertain"):
+            if getattr(self, flag):
+                return flag
+        return "affirmed"
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class _Mod:
     literal: str
     text: tuple[str, ...]  # NORM of each token
     metadata: dict[str, Any] = field(default_factory=dict)
+    char_start: int = -1
 
 
 class MedspacyContext:
@@ -100,7 +110,8 @@ class MedspacyContext:
             self._context(doc)
         graph = doc._.context_graph
         norms = [t.norm_ for t in doc]
-        converted = {id(m): _as_mod(m, norms) for m in graph.modifiers}
+        starts = [t.idx for t in doc]
+        converted = {id(m): _as_mod(m, norms, starts) for m in graph.modifiers}
         mods = sorted(converted.values(), key=lambda m: m.start)
         by_target: dict[tuple[int, int], list[_Mod]] = {}
         for target, modifier in graph.edges:
@@ -113,6 +124,13 @@ class MedspacyContext:
             out.append(self._verdict(span.start, span.end, by_target.get((span.start, span.end), []), mods, norms,
                                      frame, default_subject, default_relation))
         return out
+
+    def assert_token_spans(self, sentence_text: str, tokens: Sequence[tuple[str, int, int]],
+                           token_spans: Sequence[tuple[int, int]], **kwargs: Any) -> list[Assertion]:
+        """The same for targets given as [start, end) indexes into the engine's own tokens (word, start, end) of this
+        sentence, as the rules engine holds its lexicon hits; batch all of a sentence's targets into one call."""
+        spans = [(tokens[s][1], tokens[max(e, s + 1) - 1][2]) if 0 <= s < len(tokens) else (-1, -1) for s, e in token_spans]
+        return self.assert_targets(sentence_text, spans, **kwargs)
 
     def speaker_frame(self, turn_text: str, current: SpeakerFrame | None = None, *,
                       names: Sequence[tuple[int, int]] = ()) -> SpeakerFrame | None:
@@ -133,11 +151,14 @@ class MedspacyContext:
                  frame: SpeakerFrame | None, default_subject: str, default_relation: str) -> Assertion:
         flags: dict[str, bool] = {}
         cues = []
+        negation_start = -1
         for mod in on_target:
             meaning = self.rules.categories.get(mod.category, "")
             if meaning and not meaning.startswith("subject:"):
                 flags[meaning] = True
                 cues.append(f"{mod.category}:{mod.literal}")
+                if meaning == "negated" and (negation_start < 0 or mod.char_start > negation_start):
+                    negation_start = mod.char_start  # the nearest negation before the target
         chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
         chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies["took_verb"])
         subject, relation, owner = self._subject_of(chosen, default_subject, default_relation)
@@ -146,7 +167,7 @@ class MedspacyContext:
         if chosen is not None:
             cues.append(f"{chosen.category}:{chosen.literal}")
         return Assertion(subject, relation, flags.get("negated", False), flags.get("hypothetical", False),
-                         flags.get("historical", False), flags.get("uncertain", False), owner, tuple(cues))
+                         flags.get("historical", False), flags.get("uncertain", False), owner, tuple(cues), negation_start)
 
     def _subject_of(self, chosen: _Mod | None, default_subject: str, default_relation: str) -> tuple[str, str, str]:
         if chosen is None:
@@ -252,12 +273,12 @@ def _set_names(doc: Any, names: Sequence[tuple[int, int]]) -> None:
     doc.ents = filter_spans([Span(doc, s.start, s.end, label="PERSON") for s in spans])
 
 
-def _as_mod(modifier: Any, norms: list[str]) -> _Mod:
+def _as_mod(modifier: Any, norms: list[str], starts: list[int]) -> _Mod:
     start, end = modifier.modifier_span
     rule = modifier.rule
     meta = rule.metadata or {}
     return _Mod(start, end, rule.category, rule.direction.upper(), meta.get("rule", rule.literal), tuple(norms[start:end]),
-                meta)
+                meta, starts[start])
 
 
 def _build(rules: RuleSet) -> tuple[Any, Any, Any]:

@@ -174,3 +174,20 @@ def test_the_same_input_gives_the_same_answer(ctx) -> None:
     sentence = "If my brother's rash spreads I might lend him my hydrocortisone."
     spans = [(16, 20), (49, 62)]
     assert ctx.assert_targets(sentence, spans) == ctx.assert_targets(sentence, spans)
+
+
+def test_engine_token_spans_map_to_the_same_verdicts(ctx) -> None:
+    from reconcile_app.terminology.lexicon import tokenize
+
+    sentence = "i quit the sertraline but my son still takes his zoloft"
+    tokens = tokenize(sentence)
+    by_tokens = ctx.assert_token_spans(sentence, tokens, [(3, 4), (10, 11)])
+    assert [a.subject for a in by_tokens] == ["patient", "other"]
+
+
+def test_the_negation_cue_position_and_a_single_label_are_reported(ctx) -> None:
+    sentence = "I am not taking the allopurinol."
+    result = verdict(ctx, sentence, "allopurinol")
+    assert result.label == "negated" and sentence[result.negation_start:].startswith("not")
+    planned = verdict(ctx, "If I stop the allopurinol my gout flares.", "allopurinol")
+    assert planned.label == "hypothetical"
