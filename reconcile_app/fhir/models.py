@@ -32,7 +32,8 @@ class Patient(TimeStampedModel):
 
 
 class RecordSnapshot(models.Model):
-    """One version of a patient's record. A new version only when the content hash changes."""
+    """One version of a patient's record. A new version only when the content differs from the latest
+    (a record that changes back to an earlier content is a new version again)."""
 
     class Source(models.TextChoices):
         EHR = "ehr", "SMART launch"
@@ -51,7 +52,6 @@ class RecordSnapshot(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["patient", "version"], name="snapshot_version_unique"),
-            models.UniqueConstraint(fields=["patient", "content_sha256"], name="snapshot_content_unique"),
         ]
         indexes = [models.Index(fields=["patient", "-version"], name="snapshot_latest_idx")]
 

@@ -6,13 +6,13 @@ import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from reconcile_app.audit.services import audit_record
@@ -24,6 +24,7 @@ from reconcile_app.smart.services import FhirAccess, fhir_access_for
 
 from .clinical import CLINICAL_TYPES, build_clinical_record, resources_from_bundle
 from .models import Patient, RecordPull, RecordSnapshot
+from .signals import record_changed
 
 logger = logging.getLogger(__name__)
 
@@ -58,23 +59,31 @@ def patient_upsert_from_resource(*, resource: dict, registration: object | None 
     return patient
 
 
+def _latest_row(patient: Patient) -> RecordSnapshot | None:
+    return RecordSnapshot.objects.filter(patient=patient).defer("resources").order_by("-version").first()
+
+
 def snapshot_store(
     *, patient: Patient, resources: list[dict], source: str, warnings: list[dict[str, str]] | None = None
 ) -> RecordSnapshot:
-    """Store a snapshot; the same content as an existing version returns that version."""
+    """Store a snapshot; the same content as the latest version returns that version. Content equal to
+    an older version is a new version: a record that changed and changed back is current again, and
+    the findings made against the intermediate version are re-evaluated (record_changed)."""
     digest = resources_sha256(resources)
-    existing = RecordSnapshot.objects.filter(patient=patient, content_sha256=digest).first()
-    if existing is not None:
-        return existing
+    latest = _latest_row(patient)
+    if latest is not None and latest.content_sha256 == digest:
+        return latest
     record = build_clinical_record(resources)
     counts = Counter(str(r.get("resourceType", "?")) for r in resources if isinstance(r, dict))
     for _ in range(3):  # two concurrent pulls may race for the next version number
         try:
             with transaction.atomic():
-                latest = RecordSnapshot.objects.filter(patient=patient).aggregate(v=Max("version"))["v"] or 0
-                return RecordSnapshot.objects.create(
+                previous = _latest_row(patient)
+                if previous is not None and previous.content_sha256 == digest:
+                    return previous  # the other pull stored the same content first
+                snapshot = RecordSnapshot.objects.create(
                     patient=patient,
-                    version=latest + 1,
+                    version=(previous.version if previous else 0) + 1,
                     source=source,
                     fetched_at=timezone.now(),
                     content_sha256=digest,
@@ -82,10 +91,11 @@ def snapshot_store(
                     resource_counts=dict(counts),
                     warnings=[*(warnings or []), *record.warnings],
                 )
+                record_changed.send(sender=RecordSnapshot, patient_id=patient.pk, snapshot_id=snapshot.pk,
+                                    previous_id=previous.pk if previous else None)
+                return snapshot
         except IntegrityError:
-            existing = RecordSnapshot.objects.filter(patient=patient, content_sha256=digest).first()
-            if existing is not None:
-                return existing
+            continue
     raise IntegrityError("could not allocate a snapshot version")
 
 
@@ -261,6 +271,34 @@ def record_pull(*, patient: Patient, launch: SmartLaunch | None = None, pull_id:
                  details={"pages": pull.pages, "resources": pull.resources, "snapshot_version": pull.snapshot.version,
                           "source": source, "warnings": len(fetch.warnings)})
     return pull
+
+
+def refresh_seconds() -> int:
+    return int(getattr(settings, "RECORD_REFRESH_SECONDS", 6 * 3600))
+
+
+def records_refresh_due(*, now: Any = None, limit: int = 200) -> int:
+    """Beat: queue a Backend Services pull for every EHR patient whose record was last pulled more than
+    RECORD_REFRESH_SECONDS ago (records loaded from a file have no EHR to ask). A pull still on its way
+    is not doubled. Only changed resources then lead to re-evaluation (record_changed, then the ledger)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=refresh_seconds())
+    running_since = now - timedelta(seconds=int(getattr(settings, "CELERY_TASK_TIME_LIMIT", 900)))
+    due = (
+        Patient.objects.filter(registration__isnull=False, registration__active=True)
+        .exclude(registration__backend_client_id="")
+        .annotate(last_pull=Max("pulls__started_at"))
+        .filter(Q(last_pull__isnull=True) | Q(last_pull__lt=cutoff))
+        .exclude(pulls__status=RecordPull.Status.RUNNING, pulls__started_at__gte=running_since)
+        .order_by("last_pull", "pk")[:limit]
+    )
+    queued = 0
+    for patient in due:
+        record_pull_request(patient=patient)
+        queued += 1
+    if queued:
+        logger.info("record refresh queued for %s patient(s)", queued)
+    return queued
 
 
 def launch_patient_open(*, launch: SmartLaunch) -> Patient:

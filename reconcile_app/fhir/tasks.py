@@ -29,3 +29,11 @@ def record_pull_task(self, patient_id: int, launch_id: int | None = None, pull_i
     # Eager (in-process) runs block a request: the failure is recorded and shown, not retried inline.
     if pull.status == pull.Status.FAILED and pull.retryable and not self.request.is_eager:
         raise RetryableError(pull.error)
+
+
+@shared_task(name="reconcile_app.fhir.tasks.records_refresh_task", ignore_result=True)
+def records_refresh_task() -> int:
+    """Beat: refresh records through Backend Services on a schedule (launches refresh on their own)."""
+    from .services import records_refresh_due
+
+    return records_refresh_due()
