@@ -23,9 +23,16 @@ def frame_ancestors() -> list[str]:
     """
     global _cache
     now = time.monotonic()
-    if now - _cache[0] > _CACHE_SECONDS:
+    if now - _cache[0] > _CACHE_SECONDS or not _cache[0]:
         _cache = (now, ["'self'", *registration_frame_ancestors()])
     return _cache[1]
+
+
+def frame_ancestors_forget() -> None:
+    """A registration changed: this process reads the list again on its next response (others within
+    the cache's 30 s), so a new EHR can frame the app at once from where it was registered."""
+    global _cache
+    _cache = (0.0, [])
 
 
 class FrameAncestorsMiddleware:

@@ -110,3 +110,16 @@ def test_django_admin_never_shows_tokens_or_keys(client, db) -> None:  # type: i
     assert "secret-access-token" not in page and "EHR launch #" in page
     page = client.get(f"/django-admin/smart/ehrregistration/{registration.pk}/change/").content.decode()
     assert "PRIVATE KEY" not in page and "ehr.example" in page
+
+
+def test_a_new_or_changed_registration_may_frame_the_app_at_once(client, db) -> None:  # type: ignore[no-untyped-def]
+    client.get("/smart/standalone/")  # the per-process list is now cached
+    registration = EhrRegistration.objects.create(name="E", iss="https://ehr.example/fhir", client_id="c",
+                                                  frame_ancestors="https://ehr.example")
+    assert "frame-ancestors 'self' https://ehr.example" in client.get("/smart/standalone/")["Content-Security-Policy"]
+    registration.frame_ancestors = "https://ehr2.example"
+    registration.save()
+    policy = client.get("/smart/standalone/")["Content-Security-Policy"]
+    assert "https://ehr2.example" in policy and "https://ehr.example;" not in policy and not policy.endswith("https://ehr.example")
+    registration.delete()
+    assert client.get("/smart/standalone/")["Content-Security-Policy"].endswith("frame-ancestors 'self'")
