@@ -18,6 +18,8 @@ ALLOWED: dict[str, set[str]] = {
     "narrative": {"smart", "fhir", "transcripts"},
     "reconciliation": {"smart", "fhir", "transcripts", "narrative"},
     "triage": {"smart", "fhir", "transcripts", "narrative", "reconciliation"},
+    # The context pack reads every pipeline stage and nothing imports it (config/urls.py mounts it).
+    "context": {"smart", "fhir", "transcripts", "narrative", "reconciliation", "triage"},
 }
 SHARED = {"core", "audit", "terminology"}  # base layers, importable from every app
 TOP_LEVEL = {"evaluation", "demo", "pipeline"}  # orchestrators: may import anything below them

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "reconcile_app.narrative",
     "reconcile_app.reconciliation",
     "reconcile_app.triage",
+    "reconcile_app.context",
     "reconcile_app.evaluation",
     "reconcile_app.demo",
 ]
