@@ -16,9 +16,10 @@ from tests.conftest import PASSWORD, need
 
 HERE = Path(__file__).resolve().parent
 _ROOT = HERE.parent.parent
-# The README's screenshots are refreshed on request (RECONCILE_SCREENSHOTS=1); ordinary runs write
-# under var/ so the suite never dirties the work tree.
-SCREENSHOTS = str(_ROOT / "docs" / "screenshots") if os.environ.get("RECONCILE_SCREENSHOTS") == "1" else str(_ROOT / "var" / "screenshots")
+# The README's screenshots come from the running demo (test_demo_end_to_end) and are refreshed on request
+# (RECONCILE_SCREENSHOTS=1); ordinary runs write under var/ so the suite never dirties the work tree.
+SCRATCH_SCREENSHOTS = str(_ROOT / "var" / "screenshots")
+SCREENSHOTS = str(_ROOT / "docs" / "screenshots") if os.environ.get("RECONCILE_SCREENSHOTS") == "1" else SCRATCH_SCREENSHOTS
 AXE_JS = HERE / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -108,9 +109,9 @@ def chromium(chromium_path: str) -> Iterator[Any]:
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
-def new_page(browser: Any, axe: Axe, *, base_url: str) -> Any:
-    """A page in its own context (its own cookie jar), watched by axe."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=base_url)
+def new_page(browser: Any, axe: Axe, *, base_url: str, timezone_id: str | None = None) -> Any:
+    """A page in its own context (its own cookie jar, optionally the browser's time zone), watched by axe."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=base_url, timezone_id=timezone_id)
     page = context.new_page()
     page.set_default_timeout(15_000)
     axe.watch(page)

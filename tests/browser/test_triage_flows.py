@@ -12,7 +12,7 @@ from django.utils import timezone
 from reconcile_app.triage.models import TriageItem
 from tests.triage.factories import item_create, memory_create, patient_create, session_create
 
-from .conftest import SCREENSHOTS, sign_in
+from .conftest import SCRATCH_SCREENSHOTS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +41,7 @@ def test_nurse_filters_to_safety_critical_reviews_side_by_side_claims_and_confir
     expect(page.locator("tr[data-row]")).to_have_count(2)  # the htmx swap landed
     assert "safety=yes" in page.url  # htmx pushed the filter into the address bar
     axe.check(page)
-    page.screenshot(path=os.path.join(SCREENSHOTS, "queue.png"), full_page=True)
+    page.screenshot(path=os.path.join(SCRATCH_SCREENSHOTS, "queue.png"), full_page=True)
     # keyboard: j focuses the first row, Enter opens it
     page.locator("body").press("j")
     page.keyboard.press("Enter")
@@ -55,7 +55,7 @@ def test_nurse_filters_to_safety_critical_reviews_side_by_side_claims_and_confir
     assert left["x"] + left["width"] <= right["x"]  # truly side by side
     assert page.locator(".turn.highlight").count() == 1
     assert page.locator("[aria-label='Safety context']").is_visible()
-    page.screenshot(path=os.path.join(SCREENSHOTS, "finding.png"), full_page=True)
+    page.screenshot(path=os.path.join(SCRATCH_SCREENSHOTS, "finding.png"), full_page=True)
     page.click("#claim")
     page.wait_for_load_state("networkidle")
     axe.check(page)
