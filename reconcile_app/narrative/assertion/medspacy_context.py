@@ -119,7 +119,8 @@ class MedspacyContext:
         out = []
         for span in targets:
             if span is None:
-                out.append(Assertion(default_subject, default_relation, cues=("unaligned",)))
+                relation = default_relation if default_subject == OTHER else ""
+                out.append(Assertion(default_subject, relation, cues=("unaligned",)))
                 continue
             out.append(self._verdict(span.start, span.end, by_target.get((span.start, span.end), []), mods, norms,
                                      frame, default_subject, default_relation))
