@@ -3,6 +3,9 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
+from reconcile_app.context import urls as context_urls
+from reconcile_app.transcripts import api_urls as transcripts_api_urls
+
 urlpatterns = [
     path("", include("reconcile_app.core.urls")),
     path("smart/", include("reconcile_app.smart.urls")),
@@ -12,7 +15,8 @@ urlpatterns = [
     path("findings/", include("reconcile_app.reconciliation.urls")),
     path("triage/", include("reconcile_app.triage.urls")),
     path("cds-services", include("reconcile_app.triage.cds_urls")),
-    path("api/", include("reconcile_app.transcripts.api_urls")),
+    # The coaching platforms' token API: transcripts in, the context pack out (one `api` namespace).
+    path("api/", include((transcripts_api_urls.urlpatterns + context_urls.urlpatterns, "api"))),
     path("django-admin/", admin.site.urls),
 ]
 if settings.SMART_SANDBOX_ENABLED:

@@ -89,8 +89,9 @@ def _avoid(line: dict[str, Any]) -> str:
 
 
 def optional_sections(pack: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
-    """(key, heading, lines) in the order they are kept when the budget runs short: the safety-critical lines of
-    what not to suggest, open discrepancies, the other lines, the patient's memories, other people's facts."""
+    """(key, heading, lines) in the order they are kept when the budget runs short: open discrepancies (few, and
+    what the agent most needs not to contradict), the safety-critical lines of what not to suggest, the other lines,
+    the patient's memories, other people's facts."""
     critical = [line for line in pack["do_not_suggest"] if line["safety_critical"]]
     other = [line for line in pack["do_not_suggest"] if not line["safety_critical"]]
     memory_lines: list[str] = []
@@ -98,9 +99,9 @@ def optional_sections(pack: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
         memory_lines.append(f"{category}:")
         memory_lines += [_memory(m) for m in items]
     return [
-        ("do_not_suggest", "== DO NOT SAY OR SUGGEST (safety-critical) ==", [_avoid(line) for line in critical]),
         ("open_discrepancies", "== OPEN DISCREPANCIES (under review; do not settle them with the patient) ==",
          [f"- {d['text']}" for d in pack["open_discrepancies"]]),
+        ("do_not_suggest", "== DO NOT SAY OR SUGGEST (safety-critical) ==", [_avoid(line) for line in critical]),
         ("also_avoid", "== ALSO AVOID SUGGESTING ==", [_avoid(line) for line in other]),
         ("memories", "== WHAT THE PATIENT TOLD US (current) ==", memory_lines),
         ("about_others", "== ABOUT OTHER PEOPLE (not the patient's own facts) ==",

@@ -248,16 +248,19 @@ def test_the_version_is_stable_for_the_same_facts_and_changes_with_any_fact() ->
 
 def test_text_puts_safety_first_and_stays_within_the_budget() -> None:
     memories = [_memory({"drug": f"drug{n}", "action": "taking"}, minutes=n) for n in range(200)]
-    pack = _pack(_part(WARFARIN, PENICILLIN, CKD), memories)
+    discrepancy = DiscrepancyFacts(kind="gap", category="allergy", severity="high", safety_critical=True, status="new",
+                                   summary="Says amoxicillin caused a rash · record: not on the allergy list", since=SAID, updated_at=SAID)
+    pack = _pack(_part(WARFARIN, PENICILLIN, CKD), memories, [discrepancy])
     full = render_text(pack, budget=200_000)
-    order = [full.index(h) for h in ("Allergies (active)", "Medications (active)", "Conditions (active", "DO NOT SAY OR SUGGEST",
-                                     "ALSO AVOID SUGGESTING", "WHAT THE PATIENT TOLD US")]
+    order = [full.index(h) for h in ("Allergies (active)", "Medications (active)", "Conditions (active", "OPEN DISCREPANCIES",
+                                     "DO NOT SAY OR SUGGEST", "ALSO AVOID SUGGESTING", "WHAT THE PATIENT TOLD US")]
     assert order == sorted(order)
     assert "Left out" not in full
     small = render_text(pack, budget=1200)
     assert estimate_tokens(small) <= 1200
     assert "Penicillin — reaction: Hives, Wheezing; criticality high [AllergyIntolerance/al-pcn]" in small
     assert "warfarin sodium 5 MG Oral Tablet — 5 mg; once daily" in small
+    assert "Patient said: amoxicillin caused a rash. Record: not on the allergy list." in small
     assert "Left out to fit 1200 tokens" in small and "memories" in small.splitlines()[-1]
 
 
