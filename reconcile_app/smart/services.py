@@ -386,7 +386,8 @@ def launch_access_check(*, launch: SmartLaunch | None) -> str:
         return "max_age"
     if launch.expires_at and launch.expires_at <= timezone.now():
         try:
-            launch_token_refresh(launch_id=launch.pk)
+            # Passing the expired token lets a request that waited for another's refresh use its result.
+            launch_token_refresh(launch_id=launch.pk, failed_token=launch_access_token(launch))
         except LaunchExpired as exc:
             return str(exc.extra.get("reason") or "expired")
     return ""
