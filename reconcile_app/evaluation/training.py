@@ -229,106 +229,107 @@ def threshold_for(samples: Sequence[TurnSample], scores: Sequence[float], plain_
     return round(plain[allowed] + 1e-6, 6) if allowed < len(plain) else 0.5
 
 
-# ---- the judge: verdict-level samples, with the turn scores a model that never saw the patient gives ------------
+# ---- the judge: one case per patient turn, with the turn scores of a detector that never saw the patient ----------
 
 
 @dataclass
-class FindingSample:
+class TurnCase:
     patient: str
     session: str
+    turn: str
     scenario_session: bool
-    label: bool | None  # None: a memory of a scenario session off the scenario's turns (kept for the session rates only)
-    rule_discrepancy: bool
-    promotable: bool
-    texts: dict[str, str]
+    label: bool  # the turn carries its session's scenario
+    scenario: dict[str, Any] | None  # kind, severity, safety_critical, category of that scenario
     dense: dict[str, float]
+    emits: bool  # the turn has something to raise (a rules discrepancy or a clinical memory of the patient's own)
+    rule_flag: bool  # the rules alone raise a discrepancy on it
+
+
+@dataclass
+class Corpus:
+    cases: list[TurnCase]
+    scenario_sessions: int
+    plain_sessions: int
 
 
 def fold_of(patients: Sequence[Patient], folds: int) -> dict[str, int]:
     return {p.key: i % folds for i, p in enumerate(sorted(patients, key=lambda p: p.key))}
 
 
-def collect_finding_samples(patients: Sequence[Patient], extractor: Any, reconciler: Any, detector_of: Callable[[str], Any]) -> list[FindingSample]:
-    """Run the whole rules pipeline (extraction, the turn detector, reconciliation without the judge) and describe every verdict."""
-    from reconcile_app.reconciliation.engines.judge import Judge, finding_dense, judge_texts
+def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: Any, detector_of: Callable[[str], Any]) -> Corpus:
+    """Run the whole rules pipeline (extraction, the turn detector, reconciliation without the judge), one case per turn."""
+    from reconcile_app.reconciliation.engines.judge import pick, turn_dense
     from reconcile_app.reconciliation.gate import citation_gate
 
-    samples: list[FindingSample] = []
+    cases: list[TurnCase] = []
+    scenario_total = plain_total = 0
     for patient in patients:
         detector = detector_of(patient.key)
         positives = patient.scenario_turns
         scenario_sessions = patient.scenario_sessions
         prior: list[MemoryDraft] = []
         for session in patient.sessions:
+            in_scenario = session.id in scenario_sessions
+            scenario_total += int(in_scenario)
+            plain_total += int(not in_scenario)
             drafts, hits_of = extractor.analyse_session(session, prior=tuple(prior), record=patient.record)
             drafts = detector.annotate(session, drafts, hits_of)
             findings = [citation_gate(f, patient.record) for f in reconciler.reconcile_rules(drafts, patient.record, history=tuple(prior))]
             prior.extend(drafts)
-            in_scenario = session.id in scenario_sessions
-            for memory, finding in zip(drafts, findings):
-                scenario = next((positives[t] for t in memory.turn_ids if t in positives), None)
-                # the memory that carries the scenario's fact: on its turn and of a category that can hold it
-                relevant = scenario is not None and memory.category in LABEL_MEMORY_CATEGORIES.get(scenario["category"], ())
-                label = True if relevant else (None if in_scenario else False)
-                samples.append(FindingSample(
-                    patient.key, session.id, in_scenario, label, finding.kind in ("contradiction", "gap"),
-                    Judge._promotable(memory, finding), judge_texts(memory), finding_dense(memory, finding, patient.record),
+            turns: dict[str, list[int]] = defaultdict(list)
+            for i, m in enumerate(drafts):
+                turns[m.anchor_turn_id].append(i)
+            for turn_id, indexes in turns.items():
+                mems, outs = [drafts[i] for i in indexes], [findings[i] for i in indexes]
+                sc = positives.get(turn_id)
+                cases.append(TurnCase(
+                    patient.key, session.id, turn_id, in_scenario, sc is not None,
+                    {k: sc.get(k) for k in ("kind", "severity", "safety_critical", "category")} if sc else None,
+                    turn_dense(mems, outs, patient.record), pick(mems, outs) is not None,
+                    any(f.kind in ("contradiction", "gap") for f in outs),
                 ))
-    return samples
+    return Corpus(cases, scenario_total, plain_total)
 
 
-def fit_judge(samples: Sequence[FindingSample], *, C: float = 1.0, name: str = "judge", version: str = "1") -> LinearModel:
-    train = [s for s in samples if s.label is not None]
-    fields = [TextField.fit("q", (s.texts["q"] for s in train), ngram_max=2, min_df=2, weight=0.7)]
-    rows = []
-    for s in train:
-        row: dict[str, float] = {}
-        for f in fields:
-            row.update(f.features(s.texts.get(f.prefix, "")))
-        row.update({f"f:{k}": v for k, v in s.dense.items() if v})
-        rows.append(row)
-    classes, weights, intercepts = _sklearn_fit(rows, ["yes" if s.label else "no" for s in train], C=C, balanced=True)
-    return LinearModel(name, version, classes, weights, intercepts, fields)
+def fit_judge(cases: Sequence[TurnCase], *, C: float = 1.0, name: str = "judge", version: str = "2") -> LinearModel:
+    rows = [{f"f:{k}": v for k, v in c.dense.items() if v} for c in cases]
+    classes, weights, intercepts = _sklearn_fit(rows, ["yes" if c.label else "no" for c in cases], C=C, balanced=True)
+    return LinearModel(name, version, classes, weights, intercepts, [])
 
 
-def judge_out_of_fold(samples: Sequence[FindingSample], folds: int, fold_map: dict[str, int], C: float) -> list[float]:
-    scores = [0.0] * len(samples)
+def judge_out_of_fold(cases: Sequence[TurnCase], folds: int, fold_map: dict[str, int], C: float) -> list[float]:
+    scores = [0.0] * len(cases)
     for k in range(folds):
-        model = fit_judge([s for s in samples if fold_map[s.patient] != k], C=C)
-        for i, s in enumerate(samples):
-            if fold_map[s.patient] == k:
-                scores[i] = model.positive(model.featurize(s.texts, s.dense))
+        model = fit_judge([c for c in cases if fold_map[c.patient] != k], C=C)
+        for i, c in enumerate(cases):
+            if fold_map[c.patient] == k:
+                scores[i] = model.positive(model.featurize({}, c.dense))
     return scores
 
 
-def simulate(samples: Sequence[FindingSample], scores: Sequence[float], veto: float, promote: float) -> dict[str, float]:
-    """Session detection and false discrepancies per plain session if the judge decided with these thresholds."""
-    flagged: dict[tuple[str, str], int] = defaultdict(int)
-    scenario: dict[tuple[str, str], bool] = {}
-    for s, p in zip(samples, scores):
-        key = (s.patient, s.session)
-        scenario[key] = s.scenario_session
-        discrepancy = (s.rule_discrepancy and p >= veto) or (not s.rule_discrepancy and s.promotable and p >= promote)
-        flagged[key] += int(discrepancy)
-    scen = [k for k, v in scenario.items() if v]
-    plain = [k for k, v in scenario.items() if not v]
+def simulate(corpus: Corpus, flagged: Sequence[bool]) -> dict[str, float]:
+    """Session detection and false discrepancies per plain session when these turns raise one finding each."""
+    hit_sessions = {(c.patient, c.session) for c, f in zip(corpus.cases, flagged) if f and c.scenario_session}
+    false = sum(1 for c, f in zip(corpus.cases, flagged) if f and not c.scenario_session)
     return {
-        "detection": sum(flagged[k] > 0 for k in scen) / len(scen) if scen else 0.0,
-        "false_per_plain": sum(flagged[k] for k in plain) / len(plain) if plain else 0.0,
+        "detection": len(hit_sessions) / corpus.scenario_sessions if corpus.scenario_sessions else 0.0,
+        "false_per_plain": false / corpus.plain_sessions if corpus.plain_sessions else 0.0,
     }
 
 
-def choose_thresholds(samples: Sequence[FindingSample], scores: Sequence[float], max_false: float) -> tuple[float, float, dict[str, float]]:
-    """The (veto, promote) pair with the best detection at no more than `max_false` false discrepancies per plain session."""
-    grid = [round(x * 0.05, 2) for x in range(1, 20)]
-    best = (0.5, 1.01, {"detection": -1.0, "false_per_plain": 0.0})
-    for veto in grid:
-        for promote in [*grid, 1.01]:
-            if promote < veto:
-                continue
-            rates = simulate(samples, scores, veto, promote)
-            if rates["false_per_plain"] <= max_false and (rates["detection"], veto) > (best[2]["detection"], best[0]):
-                best = (veto, promote, rates)
+def judged(corpus: Corpus, scores: Sequence[float], threshold: float) -> list[bool]:
+    return [c.emits and s >= threshold for c, s in zip(corpus.cases, scores)]
+
+
+def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) -> tuple[float, dict[str, float]]:
+    """The lowest threshold whose false discrepancies per plain session stay within the budget (best detection)."""
+    best = (1.0, simulate(corpus, [False] * len(corpus.cases)))
+    for step in range(99, 0, -1):
+        threshold = step / 100
+        rates = simulate(corpus, judged(corpus, scores, threshold))
+        if rates["false_per_plain"] > max_false:
+            break
+        best = (threshold, rates)
     return best
 
 
@@ -341,9 +342,9 @@ class TrainedModels:
 
 
 def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
-                 detector_rate: float = 0.15, C_detector: float = 4.0, C_judge: float = 1.0,
+                 fallback_rate: float = 0.05, C_detector: float = 8.0, C_judge: float = 1.0,
                  progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
-    """Detector and category model on every turn; the judge on verdicts whose turn scores are out of fold; thresholds out of fold."""
+    """Detector and category model on every turn; the judge on turn cases whose detector scores are out of fold."""
     from reconcile_app.narrative.engines.delta import DeltaDetector
 
     fold_map = fold_of(patients, folds)
@@ -351,33 +352,35 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
     turns = collect_turn_samples(patients, extractor.analyse_session)
     category = fit_category(turns)
     detectors: dict[int, DeltaDetector] = {}
+    detector_oof = [0.0] * len(turns)
     for k in range(folds):
         progress(f"detector fold {k + 1}/{folds}")
         model = fit_detector([s for s in turns if fold_map[s.patient] != k], C=C_detector)
-        oof = [(s, model.positive(model.featurize(s.texts, s.dense))) for s in turns if fold_map[s.patient] == k]
-        model.threshold = threshold_for([s for s, _ in oof], [p for _, p in oof], detector_rate) if oof else 0.9
+        for i, s in enumerate(turns):
+            if fold_map[s.patient] == k:
+                detector_oof[i] = model.positive(model.featurize(s.texts, s.dense))
         detectors[k] = DeltaDetector.from_models(model, category)
-    progress("verdict samples")
-    findings = collect_finding_samples(patients, extractor, reconciler, lambda key: detectors[fold_map[key]])
+    # fallback memories only where the detector is as sure as `fallback_rate` of plain sessions allows
+    fallback_threshold = threshold_for(turns, detector_oof, fallback_rate)
+    for det in detectors.values():
+        assert det.detector is not None
+        det.detector.threshold = fallback_threshold
+    progress("turn cases")
+    corpus = collect_turn_cases(patients, extractor, reconciler, lambda key: detectors[fold_map[key]])
     progress("judge out of fold")
-    oof_judge = judge_out_of_fold(findings, folds, fold_map, C_judge)
-    veto, promote, rates = choose_thresholds(findings, oof_judge, max_false)
-    rules_only = simulate(findings, [1.0 if s.rule_discrepancy else 0.0 for s in findings], 0.5, 1.01)
+    oof = judge_out_of_fold(corpus.cases, folds, fold_map, C_judge)
+    threshold, rates = choose_threshold(corpus, oof, max_false)
+    rules_only = simulate(corpus, [c.rule_flag for c in corpus.cases])
     progress("final fits")
     detector = fit_detector(turns, C=C_detector)
-    detector_oof = [0.0] * len(turns)
-    for k, det in detectors.items():
-        for i, s in enumerate(turns):
-            if fold_map[s.patient] == k and det.detector is not None:
-                detector_oof[i] = det.detector.positive(det.detector.featurize(s.texts, s.dense))
-    detector.threshold = threshold_for(turns, detector_oof, detector_rate)
-    judge = fit_judge(findings, C=C_judge)
-    judge.threshold = veto
-    judge.meta.update({"veto": veto, "promote": promote})
+    detector.threshold = fallback_threshold
+    judge = fit_judge(corpus.cases, C=C_judge)
+    judge.threshold = threshold
     report = {
         "patients": len(patients), "turns": len(turns), "turn_positives": sum(s.label for s in turns),
-        "verdicts": len(findings), "folds": folds, "max_false_per_plain": max_false,
-        "out_of_fold": {"rules_only": rules_only, "with_judge": rates,
-                        "detector_sessions": session_rates(turns, detector_oof, detector.threshold)},
+        "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions, "plain_sessions": corpus.plain_sessions,
+        "folds": folds, "max_false_per_plain": max_false, "fallback_threshold": fallback_threshold, "judge_threshold": threshold,
+        "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": rates,
+                        "detector_sessions_at_fallback": session_rates(turns, detector_oof, fallback_threshold)},
     }
     return TrainedModels(detector, category, judge, report)

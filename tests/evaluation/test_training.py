@@ -7,10 +7,11 @@ import pytest
 
 from reconcile_app.core.linear import LinearModel
 from reconcile_app.evaluation.training import (
-    choose_thresholds,
+    choose_threshold,
     collect_turn_samples,
     dataset_folders,
     fit_detector,
+    judged,
     load_patients,
     simulate,
     threshold_for,
@@ -46,11 +47,12 @@ def test_training_is_deterministic(patients: list) -> None:
 
 def test_train_models_reports_out_of_fold_rates_and_sets_thresholds(trained) -> None:
     report = trained.report
-    assert report["patients"] == 3 and report["turn_positives"] > 0
-    assert 0.0 <= trained.judge.meta["veto"] <= trained.judge.meta["promote"] <= 1.01
-    assert 0.0 < trained.detector.threshold < 1.0
-    for key in ("rules_only", "with_judge"):
+    assert report["patients"] == 3 and report["turn_positives"] > 0 and report["plain_sessions"] > 0
+    assert 0.0 < trained.judge.threshold <= 1.0
+    assert 0.0 < trained.detector.threshold <= 1.0
+    for key in ("rules_only_one_per_turn", "with_judge"):
         assert set(report["out_of_fold"][key]) == {"detection", "false_per_plain"}
+    assert report["out_of_fold"]["with_judge"]["false_per_plain"] <= 0.04
 
 
 def test_trained_models_survive_the_json_round_trip(trained) -> None:
@@ -59,15 +61,24 @@ def test_trained_models_survive_the_json_round_trip(trained) -> None:
         assert again.fingerprint() == model.fingerprint()
 
 
-def test_thresholds_never_exceed_the_false_alarm_budget(trained, patients: list) -> None:
-    # a synthetic score list: every rules discrepancy scores high, so any veto under it keeps them all
-    from reconcile_app.evaluation.training import FindingSample
+def _corpus(flags: list[tuple[bool, bool]]):
+    from reconcile_app.evaluation.training import Corpus, TurnCase
 
-    samples = [FindingSample("p", f"s{i}", i % 2 == 0, None, True, True, {"q": ""}, {}) for i in range(10)]
-    scores = [0.9 if i % 2 == 0 else 0.2 for i in range(10)]
-    veto, promote, rates = choose_thresholds(samples, scores, max_false=0.0)
-    assert rates["false_per_plain"] == 0.0 and rates["detection"] == 1.0 and veto > 0.2
-    assert simulate(samples, scores, 0.1, 1.01)["false_per_plain"] == 1.0
+    cases = [TurnCase("p", f"s{i}", f"t{i}", scenario, scenario, None, {}, emits, False) for i, (scenario, emits) in enumerate(flags)]
+    return Corpus(cases, scenario_sessions=sum(s for s, _ in flags), plain_sessions=sum(not s for s, _ in flags))
+
+
+def test_simulate_counts_one_finding_per_flagged_turn_and_only_turns_that_can_emit() -> None:
+    corpus = _corpus([(True, True), (True, False), (False, True), (False, True)])
+    rates = simulate(corpus, judged(corpus, [0.9, 0.9, 0.9, 0.1], 0.5))
+    assert rates == {"detection": 0.5, "false_per_plain": 0.5}
+
+
+def test_the_chosen_threshold_never_exceeds_the_false_alarm_budget() -> None:
+    corpus = _corpus([(True, True)] * 5 + [(False, True)] * 5)
+    scores = [0.9] * 5 + [0.3, 0.4, 0.5, 0.6, 0.7]
+    threshold, rates = choose_threshold(corpus, scores, max_false=0.2)
+    assert rates["false_per_plain"] <= 0.2 and rates["detection"] == 1.0 and 0.6 < threshold <= 0.9
 
 
 def test_threshold_for_flags_at_most_the_asked_share_of_plain_sessions() -> None:

@@ -1,4 +1,4 @@
-"""The learned judge: vetoes unlikely discrepancies, raises likely ones, and says why on the finding."""
+"""The learned judge: one finding per flagged turn, quiet turns under the threshold, and the reasons on the finding."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from reconcile_app.core.linear import LinearModel
 from reconcile_app.fhir.clinical import build_clinical_record
 from reconcile_app.narrative.types import MemoryDraft
-from reconcile_app.reconciliation.engines.judge import Judge, finding_dense
+from reconcile_app.reconciliation.engines.judge import Judge, finding_dense, pick, turn_dense
 from reconcile_app.reconciliation.types import Citation, FindingDraft
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -17,48 +17,59 @@ RECORD = build_clinical_record([
 ])
 
 
-def _judge(weight: float) -> Judge:
-    model = LinearModel("j", "1", ["no", "yes"], {"yes": {"f:cat:medication": weight}}, {"yes": 0.0})
-    return Judge(model, veto=0.3, promote=0.7)
+def _judge(weight: float, threshold: float = 0.5) -> Judge:
+    model = LinearModel("j", "2", ["no", "yes"], {"yes": {"f:m:mem:medication:self:affirmed": weight}}, {"yes": 0.0}, threshold=threshold)
+    return Judge(model, threshold)
 
 
-def _memory(category: str = "medication") -> MemoryDraft:
-    return MemoryDraft(category=category, content="Medication omeprazole: stopped", anchor_turn_id="t1", turn_ids=("t1",),
-                       quote="q", quote_start=0, quote_end=1, speaker="patient", mention_time=AT)
+def _memory(turn: str = "t1", category: str = "medication", **attributes: object) -> MemoryDraft:
+    return MemoryDraft(category=category, content="Medication omeprazole: stopped", anchor_turn_id=turn, turn_ids=(turn,),
+                       quote="q", quote_start=0, quote_end=1, speaker="patient", mention_time=AT, attributes=dict(attributes))
 
 
-def test_an_unlikely_discrepancy_is_kept_as_no_clinical_relevance_with_a_note() -> None:
+def test_a_turn_under_the_threshold_raises_nothing_and_says_why() -> None:
     draft = FindingDraft(kind="gap", severity="medium", safety_critical=True, rule="med-undocumented")
-    out = _judge(-5.0).decide(_memory(), draft, RECORD)
+    [out] = _judge(-5.0).apply([_memory()], [draft], RECORD)
     assert (out.kind, out.severity, out.safety_critical) == ("no_clinical_relevance", "low", False)
-    assert out.rule == "judge-veto:med-undocumented" and "below 0.30" in out.gate_notes[-1]
+    assert out.rule == "judge-quiet:med-undocumented" and "below the threshold" in out.gate_notes[-1]
 
 
-def test_a_likely_agreement_on_an_active_order_is_raised_as_a_contradiction_citing_it() -> None:
-    draft = FindingDraft(kind="agreement", rule="med-active-agrees", citations=[Citation("MedicationRequest", "m1")])
-    out = _judge(5.0).decide(_memory(), draft, RECORD)
+def test_a_flagged_turn_raises_exactly_its_most_serious_discrepancy() -> None:
+    low = FindingDraft(kind="gap", severity="low", rule="med-undocumented")
+    high = FindingDraft(kind="contradiction", severity="high", safety_critical=True, rule="med-stopped-active")
+    out = _judge(5.0).apply([_memory(), _memory()], [low, high], RECORD)
+    assert [d.kind for d in out] == ["no_clinical_relevance", "contradiction"]
+    assert "other finding speaks for it" in out[0].gate_notes[-1]
+
+
+def test_a_flagged_turn_without_a_rules_discrepancy_raises_its_memory_as_a_contradiction_of_the_active_order() -> None:
+    draft = FindingDraft(kind="agreement", rule="med-active-agrees", citations=[Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")])
+    [out] = _judge(5.0).apply([_memory()], [draft], RECORD)
     assert out.kind == "contradiction" and out.severity == "medium" and out.rule.startswith("judge-raise:")
-    assert "Omeprazole" not in out.explanation or out.explanation.endswith(".")
+    assert out.explanation.endswith(".") and "Omeprazole" in out.explanation
 
 
-def test_a_likely_statement_with_nothing_cited_is_raised_as_a_gap() -> None:
-    draft = FindingDraft(kind="no_clinical_relevance", rule="med-unnamed")
-    assert _judge(5.0).decide(_memory(), draft, RECORD).kind == "gap"
+def test_nothing_cited_is_raised_as_a_gap_and_someone_elses_fact_never() -> None:
+    assert _judge(5.0).apply([_memory()], [FindingDraft(kind="no_clinical_relevance", rule="med-unnamed")], RECORD)[0].kind == "gap"
+    other = _memory()
+    other.subject = "other"
+    assert pick([other], [FindingDraft(kind="no_clinical_relevance")]) is None
 
 
-def test_someone_elses_statement_is_never_raised() -> None:
-    memory = _memory()
-    memory.subject = "other"
-    draft = FindingDraft(kind="no_clinical_relevance", rule="subject-other")
-    assert _judge(5.0).decide(memory, draft, RECORD).kind == "no_clinical_relevance"
+def test_turns_are_judged_apart() -> None:
+    memories = [_memory("t1"), _memory("t2", category="lifestyle")]
+    drafts = [FindingDraft(kind="gap", severity="medium", rule="a"), FindingDraft(kind="gap", severity="medium", rule="b")]
+    out = _judge(5.0, threshold=0.6).apply(memories, drafts, RECORD)
+    assert [d.kind for d in out] == ["gap", "no_clinical_relevance"]
 
 
-def test_dense_features_describe_the_verdict_and_what_it_cites() -> None:
+def test_turn_features_union_the_verdicts_and_carry_the_detector_score() -> None:
     draft = FindingDraft(kind="contradiction", severity="high", safety_critical=True, rule="med-stopped-active",
                          citations=[Citation("MedicationRequest", "m1")])
-    memory = _memory()
-    memory.attributes.update({"action": "stopped", "delta": {"score": 0.9}})
-    dense = finding_dense(memory, draft, RECORD)
-    for key in ("kind:contradiction", "rulefam:med-stopped", "sev:high", "safety", "action:medication:stopped",
-                "cite:MedicationRequest:active", "cite_own:active", "delta_band:4"):
+    memory = _memory(action="stopped", delta={"score": 0.95})
+    dense = turn_dense([memory], [draft], RECORD)
+    for key in ("m:kind:contradiction", "m:rulefam:med-stopped", "m:sev:high", "m:safety", "m:action:medication:stopped",
+                "m:cite:MedicationRequest:active", "m:cite_own:active", "delta_band:9", "any_discrepancy", "any_safety"):
         assert dense.get(key) == 1.0, key
+    assert dense["delta_logit"] > 0
+    assert finding_dense(memory, draft, RECORD)["rule:med-stopped-active"] == 1.0

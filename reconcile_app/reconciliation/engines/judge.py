@@ -1,14 +1,17 @@
-"""The learned judge: the last step of the rules reconciler, deciding which verdicts reach the nurse.
+"""The learned judge: the last step of the rules reconciler, deciding which patient turns reach the nurse.
 
-The rules say what a memory is against the record (kind, rule, citations, severity from the tables). The judge,
-a logistic model trained on the labelled corpus (evaluation/training.py), scores how likely that verdict is a real
-discrepancy from the verdict's own features (kind, rule, category, what it cites and in what state), the memory's
-(assertion, subject, action, a fallback memory or not), the turn detector's score and the words of the quote.
-Two thresholds, both chosen on out-of-fold scores:
-- a discrepancy the judge scores under `veto` is kept as no clinical relevance (a false alarm costs the nurse);
-- a non-discrepancy verdict on the patient's own affirmed clinical memory that the judge scores over `promote`
-  becomes a discrepancy (contradiction when it cites a current record entry of the same kind, gap otherwise).
-Every change is written on the finding: its rule gains a `judge-` prefix and the top features go to `gate_notes`.
+The rules say what each memory is against the record (kind, rule, citations, severity from the tables). The judge
+looks at one patient turn at a time, because that is where a patient says one thing that matters: a logistic model
+trained on the labelled corpus (evaluation/training.py) scores the turn from what the rules found in it (the kinds,
+rules, categories, actions and record states of all its memories' verdicts) and from the turn detector's score
+(narrative/engines/delta.py, the words of the turn and of the coach's question). Then:
+- a turn scored under the threshold raises nothing: its discrepancies are kept as no clinical relevance (a false
+  alarm costs the nurse), with the score and the features that decided in `gate_notes`;
+- a turn scored at or over it raises exactly one finding: its most serious rules discrepancy, or, where the rules saw
+  none, its best-grounded clinical memory of the patient's own, raised for review (a contradiction when it cites a
+  current record entry of its own kind, a gap otherwise). Its other discrepancies stay visible as notes, not as
+  separate queue items: one turn, one thing for a nurse to check.
+The threshold is chosen on out-of-fold scores for a budget of false alarms per ordinary session.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from pathlib import Path
 from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
-from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, FindingDraft, FindingKind, Severity
+from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "learned" / "judge.json"
 CLINICAL = frozenset({"medication", "condition", "symptom", "allergy", "procedure", "immunization", "measurement", "care_activity"})
@@ -32,19 +35,18 @@ _RECORD_TYPE_OF = {
 
 
 def rule_family(rule: str) -> str:
-    parts = rule.replace("+", "-").split("-")
+    parts = rule.replace("+", "-").replace(":", "-").split("-")
     return "-".join(parts[:2])
 
 
 def finding_dense(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> dict[str, float]:
-    """Named features of one verdict (no clinical text): the same function trains and runs."""
+    """Named features of one verdict (no clinical text)."""
     a = memory.attributes
     who = "self" if memory.subject == Subject.PATIENT else "other"
     dense: dict[str, float] = {
         f"kind:{draft.kind}": 1.0,
         f"rule:{draft.rule}": 1.0,
         f"rulefam:{rule_family(draft.rule)}": 1.0,
-        f"cat:{memory.category}": 1.0,
         f"mem:{memory.category}:{who}:{memory.assertion}": 1.0,
     }
     if draft.kind in DISCREPANCY_KINDS:
@@ -52,17 +54,12 @@ def finding_dense(memory: MemoryDraft, draft: FindingDraft, record: ClinicalReco
         if draft.safety_critical:
             dense["safety"] = 1.0
     for key in ("action", "stated_status", "source", "dose_change"):
-        if a.get(key):
+        if a.get(key) and who == "self":
             dense[f"{key}:{memory.category}:{a[key]}"] = 1.0
     if a.get("fallback"):
         dense["fallback"] = 1.0
-    if a.get("record_ref"):
-        dense["record_ref"] = 1.0
-    delta = (a.get("delta") or {}).get("score")
-    if isinstance(delta, (int, float)):
-        p = min(max(float(delta), 1e-4), 1 - 1e-4)
-        dense["delta_logit"] = math.log(p / (1 - p)) / 4.0
-        dense[f"delta_band:{min(int(p * 5), 4)}"] = 1.0
+    if a.get("record_ref") and who == "self":
+        dense[f"record_ref:{memory.category}"] = 1.0
     dense[f"cites:{min(len(draft.citations), 3)}"] = 1.0
     own_types = _RECORD_TYPE_OF.get(memory.category, ())
     for c in draft.citations[:4]:
@@ -74,63 +71,108 @@ def finding_dense(memory: MemoryDraft, draft: FindingDraft, record: ClinicalReco
     return dense
 
 
-def judge_texts(memory: MemoryDraft) -> dict[str, str]:
-    return {"q": memory.quote or ""}
+def delta_dense(memories: Sequence[MemoryDraft]) -> dict[str, float]:
+    """The turn detector's score (the same on every memory of a turn)."""
+    for m in memories:
+        score = (m.attributes.get("delta") or {}).get("score")
+        if isinstance(score, (int, float)):
+            p = min(max(float(score), 1e-4), 1 - 1e-4)
+            return {"delta_logit": math.log(p / (1 - p)) / 4.0, f"delta_band:{min(int(p * 10), 9)}": 1.0}
+    return {"delta_none": 1.0}
+
+
+def turn_dense(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord) -> dict[str, float]:
+    """One patient turn as the judge sees it: the union of its verdicts' features, and the detector's score."""
+    dense = delta_dense(memories)
+    for m, d in zip(memories, drafts):
+        for key, value in finding_dense(m, d, record).items():
+            dense[f"m:{key}"] = max(dense.get(f"m:{key}", 0.0), value)
+        if d.kind in DISCREPANCY_KINDS:
+            dense["any_discrepancy"] = 1.0
+            if d.safety_critical:
+                dense["any_safety"] = 1.0
+    dense[f"memories:{min(len(memories), 4)}"] = 1.0
+    return dense
+
+
+def promotable(memory: MemoryDraft) -> bool:
+    return memory.subject == Subject.PATIENT and memory.assertion == Assertion.AFFIRMED and memory.category in CLINICAL
+
+
+def pick(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft]) -> int | None:
+    """The verdict a flagged turn raises: its most serious discrepancy, else its best-grounded clinical memory."""
+    discrepancies = [i for i, d in enumerate(drafts) if d.kind in DISCREPANCY_KINDS]
+    if discrepancies:
+        return max(discrepancies, key=lambda i: (drafts[i].safety_critical, SEVERITY_RANK.get(drafts[i].severity, 0),
+                                                 len(drafts[i].citations), -i))
+    candidates = [i for i, m in enumerate(memories) if promotable(m)]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda i: (len(drafts[i].citations), bool(memories[i].attributes.get("record_ref")),
+                                          not memories[i].attributes.get("fallback"), -i))
 
 
 @dataclass
 class Judge:
     model: LinearModel
-    veto: float
-    promote: float
+    threshold: float
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> Judge | None:
         if not path.exists():
             return None
         model = load_model(str(path))
-        return cls(model, float(model.meta.get("veto", model.threshold)), float(model.meta.get("promote", 1.01)))
+        return cls(model, float(model.threshold))
 
     @property
     def version(self) -> str:
         return f"judge.{self.model.fingerprint()[:6]}"
 
-    def score(self, memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> tuple[float, list[str]]:
-        features = self.model.featurize(judge_texts(memory), finding_dense(memory, draft, record))
+    def score(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord) -> tuple[float, list[str]]:
+        features = self.model.featurize({}, turn_dense(memories, drafts, record))
         return self.model.positive(features), [name for name, _ in self.model.explain(features, top=4)]
 
     def apply(self, memories: Sequence[MemoryDraft], drafts: list[FindingDraft], record: ClinicalRecord) -> list[FindingDraft]:
-        return [self.decide(m, d, record) for m, d in zip(memories, drafts)]
+        turns: dict[str, list[int]] = {}
+        for i, m in enumerate(memories):
+            turns.setdefault(m.anchor_turn_id, []).append(i)
+        for indexes in turns.values():
+            mems, outs = [memories[i] for i in indexes], [drafts[i] for i in indexes]
+            p, why = self.score(mems, outs, record)
+            self.decide_turn(mems, outs, record, p, why)
+        return drafts
 
-    def decide(self, memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> FindingDraft:
-        p, why = self.score(memory, draft, record)
+    def decide_turn(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord,
+                    p: float, why: list[str]) -> None:
         note = f"judge {p:.2f} ({', '.join(why)})"[:200]
-        if draft.kind in DISCREPANCY_KINDS:
-            if p < self.veto:
-                draft.gate_notes.append(f"{note}: below {self.veto:.2f}, kept as no clinical relevance")
-                draft.kind, draft.severity, draft.safety_critical = FindingKind.NO_CLINICAL_RELEVANCE, Severity.LOW, False
-                draft.rule = f"judge-veto:{draft.rule}"[:80]
-            return draft
-        if p >= self.promote and self._promotable(memory, draft):
-            draft.gate_notes.append(f"{note}: over {self.promote:.2f}, raised for review")
-            draft.kind = self._kind(memory, draft, record)
-            draft.severity = Severity.MEDIUM
-            draft.rule = f"judge-raise:{draft.rule}"[:80]
-            draft.explanation = _raised_explanation(memory, draft)
-        return draft
+        chosen = pick(memories, drafts) if p >= self.threshold else None
+        for i, (m, d) in enumerate(zip(memories, drafts)):
+            if i == chosen:
+                if d.kind not in DISCREPANCY_KINDS:
+                    _raise(m, d, record)
+                    d.gate_notes.append(f"{note}: raised for review")
+                continue
+            if d.kind in DISCREPANCY_KINDS:
+                reason = "below the threshold" if chosen is None else "the turn's other finding speaks for it"
+                d.gate_notes.append(f"{note}: {reason}; kept as no clinical relevance")
+                d.kind, d.severity, d.safety_critical = FindingKind.NO_CLINICAL_RELEVANCE, Severity.LOW, False
+                d.rule = f"judge-quiet:{d.rule}"[:80]
 
-    @staticmethod
-    def _promotable(memory: MemoryDraft, draft: FindingDraft) -> bool:
-        return memory.subject == Subject.PATIENT and memory.assertion == Assertion.AFFIRMED and memory.category in CLINICAL
 
-    @staticmethod
-    def _kind(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> str:
-        own = _RECORD_TYPE_OF.get(memory.category, ())
-        for c in draft.citations:
-            entry = record.get(c.resource_type, c.id)
-            if entry is not None and c.resource_type in own and entry.state == State.ACTIVE:
-                return FindingKind.CONTRADICTION
-        return FindingKind.GAP
+def _raise(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> None:
+    draft.kind = _kind(memory, draft, record)
+    draft.severity = Severity.MEDIUM
+    draft.rule = f"judge-raise:{draft.rule}"[:80]
+    draft.explanation = _raised_explanation(memory, draft)
+
+
+def _kind(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> str:
+    own = _RECORD_TYPE_OF.get(memory.category, ())
+    for c in draft.citations:
+        entry = record.get(c.resource_type, c.id)
+        if entry is not None and c.resource_type in own and entry.state == State.ACTIVE:
+            return FindingKind.CONTRADICTION
+    return FindingKind.GAP
 
 
 def _raised_explanation(memory: MemoryDraft, draft: FindingDraft) -> str:

@@ -42,7 +42,7 @@ class Command(BaseCommand):
             "report": trained.report,
         }
         self.stdout.write(json.dumps(trained.report, indent=2))
-        self.stdout.write(f"judge thresholds: veto {trained.judge.meta['veto']}, promote {trained.judge.meta['promote']}")
+        self.stdout.write(f"judge threshold {trained.judge.threshold}, fallback threshold {trained.detector.threshold}")
         if options["dry_run"]:
             return
         for model, path in ((trained.detector, DETECTOR_PATH), (trained.category, CATEGORY_PATH), (trained.judge, JUDGE_PATH)):
