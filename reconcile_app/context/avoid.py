@@ -113,7 +113,7 @@ def interaction_lines(groups: dict[str, list[SafetyGroup]], index: RecordIndex, 
             if other.partition(":")[0] not in SUGGESTIBLE or not held.get(own):
                 continue
             holder = _merge(held[own])
-            avoid = label_for(other, kb)
+            avoid = ("another " if row.a == row.b else "") + label_for(other, kb)  # "two anticoagulants": not the one taken
             lines.append({
                 "text": f"Patient {holder.because}: do not suggest {avoid} — {row.why}.",
                 "avoid": other, "because": holder.because, "why": row.why, "severity": row.severity,

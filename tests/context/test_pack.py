@@ -152,6 +152,9 @@ def test_a_patient_on_warfarin_gets_a_do_not_suggest_nsaids_line_citing_its_inte
     assert "do not suggest nsaid (e.g. ibuprofen" in line["text"] and line["text"].startswith("Patient takes warfarin")
     row = table_rows()["interactions"][line["source"]["row"]]
     assert {row["a"], row["b"]} == {line["source"]["a"], line["source"]["b"]} and row["why"] == line["why"]
+    # A row of a class with itself warns against a second one, not against the drug the patient takes.
+    (double,) = [line for line in lines if line["source"]["a"] == line["source"]["b"] == "class:anticoagulant"]
+    assert "do not suggest another anticoagulant (e.g. warfarin" in double["text"]
 
 
 def test_every_line_names_the_table_row_it_comes_from() -> None:
