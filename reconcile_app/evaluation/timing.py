@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone as dt_timezone
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,16 +48,32 @@ def _timed(timings: ReplayTimings, part: str, method: Callable[..., Any]) -> Cal
     return wrapper
 
 
+def _warm(extractor: Any, reconciler: Any) -> None:
+    """One made-up turn through both engines, so what they load lazily on first use (the lexicon
+    index) is loaded before worker processes fork and shared by them, not loaded once per worker."""
+    from reconcile_app.fhir.clinical import build_clinical_record
+    from reconcile_app.narrative.types import SessionInput, TurnInput
+
+    now = datetime.now(tz=dt_timezone.utc)
+    session = SessionInput(id="warm-up", started_at=now, turns=(TurnInput(id="t1", speaker="patient", at=now,
+                                                                           text="I stopped my lisinopril last week."),))
+    record = build_clinical_record([{"resourceType": "Patient", "id": "warm-up"}])
+    reconciler.reconcile(extractor.extract_session(session, record=record), record)
+
+
 @contextmanager
-def engines_timed(engine: str | None) -> Iterator[ReplayTimings]:
-    """Build the engines the replay will use (timed as their load), and time every call into them by
-    shadowing the bound methods on the process's engine instances; put back on exit."""
+def engines_timed(engine: str | None, *, warm: bool = False) -> Iterator[ReplayTimings]:
+    """Build the engines the replay will use (timed as their load; `warm` also runs them once), and
+    time every call into them by shadowing the bound methods on the process's engine instances; put
+    back on exit."""
     from reconcile_app.narrative.engines import get_extractor
     from reconcile_app.reconciliation.engines import get_reconciler
 
     timings = ReplayTimings()
     started, cpu = time.perf_counter(), time.thread_time()
     extractor, reconciler = get_extractor(engine), get_reconciler(engine)
+    if warm:
+        _warm(extractor, reconciler)
     timings.engines_load = time.perf_counter() - started
     timings.cpu["engines_load"] = time.thread_time() - cpu
     patched = [(extractor, "extract_session", "extraction"), (reconciler, "reconcile", "reconciliation")]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from reconcile_app.evaluation.results import results_problems
-from reconcile_app.evaluation.runner import dataset_folders, replay_patient
+from reconcile_app.evaluation.parallel import PatientOutcome, replay_one, replay_parallel
+from reconcile_app.evaluation.runner import dataset_folders
 from reconcile_app.evaluation.scratch import celery_in_process, quiet_logs, scratch_database
 from reconcile_app.evaluation.timing import engines_timed
-from reconcile_app.transcripts.models import Turn
 
 
 class Command(BaseCommand):
@@ -27,6 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--patients", default="", help="comma-separated folder names, e.g. p01,p02")
         parser.add_argument("--scratch-db", type=Path, default=None, help="keep the scratch SQLite database at this path")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--jobs", type=int, default=1,
+                            help="worker processes, each replaying whole patients in its own scratch database (default 1)")
         parser.add_argument("--timings", type=Path, default=None,
                             help="write a JSON breakdown here: engines' load and calls apart from the services")
 
@@ -44,34 +46,52 @@ class Command(BaseCommand):
         out: Path = options["out"]
         out.mkdir(parents=True, exist_ok=True)
         quiet = options["no_progress"] or options["verbosity"] == 0
-        started, started_cpu = time.monotonic(), time.thread_time()
-        total_sessions = patient_turns = 0
-        problems: list[str] = []
+        jobs = max(1, min(options["jobs"], len(folders)))
+        if jobs > 1 and options["scratch_db"] is not None:
+            raise CommandError("--scratch-db keeps one database: use it with --jobs 1")
+        started, started_cpu = time.monotonic(), time.process_time()
+        outcomes: list[PatientOutcome] = []
         # The scratch database is created before any model is touched: the app's data stays as it was.
         level = logging.INFO if options["verbosity"] > 1 else logging.WARNING
-        with quiet_logs(level), scratch_database(options["scratch_db"]), celery_in_process(), engines_timed(options["engine"]) as timings:
-            for folder in tqdm(folders, desc="patients", unit="patient", disable=quiet):
-                n = len(json.loads((folder / "transcript.json").read_text(encoding="utf-8")).get("sessions", []))
-                with tqdm(total=n, desc=f"{folder.name} sessions", unit="session", leave=False, disable=quiet) as bar:
-                    try:
-                        run = replay_patient(folder=folder, engine=options["engine"], on_session=lambda _s: bar.update(1))
-                    except ValueError as exc:
-                        raise CommandError(str(exc)) from None
-                total_sessions += run.sessions
-                for failure in run.failed:
-                    problems.append(f"{folder.name} session {failure['session']}: {failure['error'] or 'not processed'}")
-                for problem in results_problems(run.results):
-                    problems.append(f"{folder.name}: {problem}")
-                (out / f"{folder.name}.json").write_text(json.dumps(run.results, ensure_ascii=False, indent=2), encoding="utf-8")
-            patient_turns = Turn.objects.filter(speaker=Turn.Speaker.PATIENT, session__withdrawn_at__isnull=True).count()
-        elapsed, elapsed_cpu = time.monotonic() - started, time.thread_time() - started_cpu
+        with quiet_logs(level), engines_timed(options["engine"], warm=jobs > 1) as timings:
+            bar = tqdm(total=len(folders), desc="patients", unit="patient", disable=quiet)
+            if jobs == 1:
+                with scratch_database(options["scratch_db"]), celery_in_process():
+                    for folder in folders:
+                        outcomes.append(self._checked(replay_one(folder=folder, out=out, engine=options["engine"], timings=timings)))
+                        bar.update(1)
+            else:
+                with tempfile.TemporaryDirectory(prefix="reconcile-replay-") as scratch_dir:
+                    for outcome in replay_parallel(folders=folders, out=out, engine=options["engine"], jobs=jobs,
+                                                   timings=timings, scratch_dir=Path(scratch_dir)):
+                        outcomes.append(self._checked(outcome))
+                        bar.update(1)
+            bar.close()
+        elapsed, elapsed_cpu = time.monotonic() - started, time.process_time() - started_cpu
+        if jobs > 1:  # the workers' engine time and CPU, added up (the parent only waited)
+            for outcome in outcomes:
+                for part in ("extraction", "reconciliation"):
+                    setattr(timings, part, getattr(timings, part) + outcome.engine_seconds.get(part, 0.0))
+                    timings.cpu[part] += outcome.engine_cpu.get(part, 0.0)
+                    timings.calls[part] += outcome.calls.get(part, 0)
+                elapsed_cpu += outcome.cpu
+        sessions = sum(o.sessions for o in outcomes)
+        patient_turns = sum(o.patient_turns for o in outcomes)
+        problems = [p for o in sorted(outcomes, key=lambda o: o.folder) for p in o.problems]
         for problem in problems:
             self.stderr.write(f"PROBLEM {problem}")
         self.stdout.write(
-            f"replayed {len(folders)} patient(s), {total_sessions} session(s), {patient_turns} patient turn(s) in {elapsed:.1f}s "
-            f"({total_sessions / elapsed if elapsed else 0:.1f} sessions/s, {patient_turns / elapsed if elapsed else 0:.0f} patient turns/s) -> {out}"
+            f"replayed {len(folders)} patient(s), {sessions} session(s), {patient_turns} patient turn(s) in {elapsed:.1f}s "
+            f"({sessions / elapsed if elapsed else 0:.1f} sessions/s, {patient_turns / elapsed if elapsed else 0:.0f} patient turns/s"
+            f"{f', {jobs} processes' if jobs > 1 else ''}) -> {out}"
         )
         if options["timings"] is not None:
-            report = {"patients": len(folders), "sessions": total_sessions, "patient_turns": patient_turns,
+            report = {"patients": len(folders), "sessions": sessions, "patient_turns": patient_turns, "jobs": jobs,
                       "problems": len(problems), **timings.as_dict(total=elapsed, total_cpu=elapsed_cpu)}
             options["timings"].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+    @staticmethod
+    def _checked(outcome: PatientOutcome) -> PatientOutcome:
+        if outcome.error:
+            raise CommandError(outcome.error)
+        return outcome
