@@ -204,7 +204,7 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
         # Consent was withdrawn while the engines ran: remove what they wrote after the revoke.
         memories_revoke_for_session(session=session)
         return
-    _route(list(rrun.findings.all()))
+    _route(list(rrun.findings.select_related("memory", "session")))  # routing reads both for every finding
     _set_status(session, Session.Pipeline.DONE)
 
 

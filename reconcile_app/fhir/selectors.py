@@ -34,6 +34,13 @@ def clinical_record_for(*, snapshot: RecordSnapshot) -> ClinicalRecord:
     return _record_for(snapshot.pk, snapshot.content_sha256)
 
 
+def clinical_record_for_id(*, snapshot_id: int) -> ClinicalRecord:
+    """The same by id alone (a finding's snapshot_id): one small query for the hash, never the row's
+    resources, which a lazy `finding.snapshot` would read and decode whole."""
+    digest = RecordSnapshot.objects.filter(pk=snapshot_id).values_list("content_sha256", flat=True).get()
+    return _record_for(snapshot_id, digest)
+
+
 def pull_latest(*, patient: Patient) -> RecordPull | None:
     return RecordPull.objects.filter(patient=patient).order_by("-started_at", "-pk").first()
 

@@ -7,6 +7,7 @@ from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session
 
 from .models import ExtractionRun, Memory
+from .drafts import drafts_of
 from .types import EventTime, MemoryDraft, SessionInput, TurnInput
 
 
@@ -57,7 +58,7 @@ def memory_drafts_current(*, patient: Patient, before_session: Session | None = 
     qs = Memory.objects.filter(patient=patient, status=Memory.Status.CURRENT).select_related("turn")
     if before_session is not None:
         qs = qs.filter(session__started_at__lt=before_session.started_at)
-    return [memory_to_draft(m) for m in qs.order_by("mention_time", "seq")]
+    return drafts_of(qs.order_by("mention_time", "seq"), convert=memory_to_draft)
 
 
 def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
@@ -68,7 +69,7 @@ def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
         .select_related("turn")
         .order_by("mention_time", "seq")
     )
-    return [memory_to_draft(m) for m in qs]
+    return drafts_of(qs, convert=memory_to_draft)
 
 
 def memory_history(*, memory: Memory) -> list[Memory]:

@@ -30,7 +30,8 @@ def reconciliation_run_get_or_create(*, session: Session, snapshot: RecordSnapsh
 
 def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> ReconciliationRun:
     """Idempotent like extraction: findings are written with the 'done' mark in one transaction."""
-    run = ReconciliationRun.objects.select_related("session", "session__patient", "snapshot").get(pk=run_id)
+    # The snapshot's row without its resources: the record comes from the per-snapshot cache.
+    run = ReconciliationRun.objects.select_related("session", "session__patient", "snapshot").defer("snapshot__resources").get(pk=run_id)
     if run.status == ReconciliationRun.Status.DONE:
         return run
     session = run.session
@@ -49,7 +50,8 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> Rec
     if len(drafts) != len(memories):
         raise PermanentError(f"engine returned {len(drafts)} findings for {len(memories)} memories")
     with transaction.atomic():
-        run = ReconciliationRun.objects.select_for_update().get(pk=run.pk)
+        run = (ReconciliationRun.objects.select_for_update(of=("self",)).select_related("snapshot").defer("snapshot__resources")
+               .get(pk=run.pk))
         if run.status == ReconciliationRun.Status.DONE:
             return run
         run.findings.all().delete()

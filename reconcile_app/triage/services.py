@@ -17,7 +17,7 @@ from django.utils import timezone
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.exceptions import PermanentError, RetryableError, ValidationFailed
 from reconcile_app.core.roles import Role
-from reconcile_app.fhir.selectors import clinical_record_for
+from reconcile_app.fhir.selectors import clinical_record_for_id
 from reconcile_app.reconciliation.models import Finding
 
 from . import client
@@ -61,7 +61,7 @@ def routing_facts(finding: Finding) -> RoutingFacts:
 
 def finding_summary_for(finding: Finding) -> str:
     """The finding's one line, from its memory and the cited entries of the snapshot it was made against."""
-    record = clinical_record_for(snapshot=finding.snapshot)
+    record = clinical_record_for_id(snapshot_id=finding.snapshot_id)
     cited = [
         record_facts(citation=c, entry=record.get(str(c.get("resourceType", "")), str(c.get("id", ""))))
         for c in finding.citations or [] if isinstance(c, dict)
