@@ -243,6 +243,7 @@ class TurnCase:
     dense: dict[str, float]
     emits: bool  # the turn has something to raise (a rules discrepancy or a clinical memory of the patient's own)
     rule_flag: bool  # the rules alone raise a discrepancy on it
+    picked: dict[str, Any] | None = None  # kind, severity, safety_critical of the verdict the turn would raise
 
 
 @dataclass
@@ -282,11 +283,14 @@ def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: 
             for turn_id, indexes in turns.items():
                 mems, outs = [drafts[i] for i in indexes], [findings[i] for i in indexes]
                 sc = positives.get(turn_id)
+                chosen = pick(mems, outs)
                 cases.append(TurnCase(
                     patient.key, session.id, turn_id, in_scenario, sc is not None,
                     {k: sc.get(k) for k in ("kind", "severity", "safety_critical", "category")} if sc else None,
-                    turn_dense(mems, outs, patient.record), pick(mems, outs) is not None,
+                    turn_dense(mems, outs, patient.record), chosen is not None,
                     any(f.kind in ("contradiction", "gap") for f in outs),
+                    {"kind": outs[chosen].kind, "severity": outs[chosen].severity, "safety_critical": outs[chosen].safety_critical,
+                     "category": outs[chosen].category} if chosen is not None else None,
                 ))
     return Corpus(cases, scenario_total, plain_total)
 
@@ -333,12 +337,93 @@ def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) 
     return best
 
 
+# ---- what a raised turn is: kind, safety flag, severity, learned from the scenarios it carries ------------------
+
+_RULE_DEFAULT = {"kind": "gap", "severity": "medium", "safety_critical": False}
+_RANK = {"low": 1, "medium": 2, "high": 3}
+
+
+def _target(case: TurnCase, name: str) -> str:
+    return str(case.scenario[name]) if case.scenario else ""
+
+
+def _rule_value(case: TurnCase, name: str) -> str:
+    picked = case.picked or {}
+    if picked.get("kind") in ("contradiction", "gap"):
+        return str(picked[name])
+    return str(_RULE_DEFAULT[name])
+
+
+def fit_outcome(cases: Sequence[TurnCase], name: str, *, C: float = 0.3) -> LinearModel:
+    rows = [{f"f:{k}": v for k, v in c.dense.items() if v} for c in cases]
+    classes, weights, intercepts = _sklearn_fit(rows, [_target(c, name) for c in cases], C=C, balanced=name == "safety_critical")
+    return LinearModel(f"judge-{name}", "1", classes, weights, intercepts, [])
+
+
+def outcome_out_of_fold(cases: Sequence[TurnCase], name: str, folds: int, fold_map: dict[str, int]) -> list[dict[str, float]]:
+    probs: list[dict[str, float]] = [{} for _ in cases]
+    for k in range(folds):
+        train = [c for c in cases if fold_map[c.patient] != k]
+        if len({_target(c, name) for c in train}) < 2:
+            continue
+        model = fit_outcome(train, name)
+        for i, c in enumerate(cases):
+            if fold_map[c.patient] == k:
+                probs[i] = model.proba(model.featurize({}, c.dense))
+    return probs
+
+
+def outcome_models(corpus: Corpus, folds: int, fold_map: dict[str, int], safety_recall: float = 0.9) -> tuple[dict[str, LinearModel], dict[str, Any]]:
+    """Each outcome model out of fold against the rules' own value on the raised scenario turns; kept only where better."""
+    cases = [c for c in corpus.cases if c.label and c.emits]
+    report: dict[str, Any] = {"scenario_turns": len(cases)}
+    shipped: dict[str, LinearModel] = {}
+    if len(cases) < folds * 4:
+        return shipped, report
+    for name, key in (("kind", "kind"), ("severity", "severity")):
+        probs = outcome_out_of_fold(cases, key, folds, fold_map)
+        learned = [max(p, key=p.get) if p else _rule_value(c, key) for c, p in zip(cases, probs)]
+        rules = [_rule_value(c, key) for c in cases]
+        truth = [_target(c, key) for c in cases]
+        acc = lambda pred: sum(a == b for a, b in zip(pred, truth)) / len(truth)  # noqa: E731
+        row: dict[str, Any] = {"learned": round(acc(learned), 3), "rules": round(acc(rules), 3)}
+        if name == "severity":
+            within = lambda pred: sum(abs(_RANK[a] - _RANK[b]) <= 1 for a, b in zip(pred, truth)) / len(truth)  # noqa: E731
+            row.update({"learned_within_one": round(within(learned), 3), "rules_within_one": round(within(rules), 3)})
+        row["shipped"] = row["learned"] > row["rules"]
+        report[name] = row
+        if row["shipped"]:
+            shipped[name] = fit_outcome(cases, key)
+    probs = outcome_out_of_fold(cases, "safety_critical", folds, fold_map)
+    truth_safe = [_target(c, "safety_critical") == "True" for c in cases]
+    rules_safe = [_rule_value(c, "safety_critical") == "True" for c in cases]
+    p_true = [p.get("True", 0.0) for p in probs]
+
+    def rates(threshold: float) -> tuple[float, int]:
+        flags = [r or p >= threshold for r, p in zip(rules_safe, p_true)]
+        recall = sum(f for f, t in zip(flags, truth_safe) if t) / max(1, sum(truth_safe))
+        return recall, sum(f and not t for f, t in zip(flags, truth_safe))
+
+    rules_recall, rules_false = rates(1.01)
+    threshold = next((t / 100 for t in range(95, 4, -1) if rates(t / 100)[0] >= safety_recall), 0.05)
+    recall, false = rates(threshold)
+    report["safety"] = {"rules_recall": round(rules_recall, 3), "rules_false_flags": rules_false, "threshold": threshold,
+                        "learned_or_rules_recall": round(recall, 3), "learned_or_rules_false_flags": false,
+                        "shipped": recall >= rules_recall + 0.05}
+    if report["safety"]["shipped"]:
+        model = fit_outcome(cases, "safety_critical")
+        model.threshold = threshold
+        shipped["safety"] = model
+    return shipped, report
+
+
 @dataclass
 class TrainedModels:
     detector: LinearModel
     category: LinearModel
     judge: LinearModel
     report: dict[str, Any]
+    outcomes: dict[str, LinearModel] = field(default_factory=dict)
 
 
 def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
@@ -376,11 +461,14 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
     detector.threshold = fallback_threshold
     judge = fit_judge(corpus.cases, C=C_judge)
     judge.threshold = threshold
+    progress("outcome models")
+    outcomes, outcome_report = outcome_models(corpus, folds, fold_map)
     report = {
         "patients": len(patients), "turns": len(turns), "turn_positives": sum(s.label for s in turns),
         "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions, "plain_sessions": corpus.plain_sessions,
         "folds": folds, "max_false_per_plain": max_false, "fallback_threshold": fallback_threshold, "judge_threshold": threshold,
         "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": rates,
-                        "detector_sessions_at_fallback": session_rates(turns, detector_oof, fallback_threshold)},
+                        "detector_sessions_at_fallback": session_rates(turns, detector_oof, fallback_threshold),
+                        "outcomes": outcome_report},
     }
-    return TrainedModels(detector, category, judge, report)
+    return TrainedModels(detector, category, judge, report, outcomes)

@@ -53,6 +53,7 @@ def test_train_models_reports_out_of_fold_rates_and_sets_thresholds(trained) -> 
     for key in ("rules_only_one_per_turn", "with_judge"):
         assert set(report["out_of_fold"][key]) == {"detection", "false_per_plain"}
     assert report["out_of_fold"]["with_judge"]["false_per_plain"] <= 0.04
+    assert "scenario_turns" in report["out_of_fold"]["outcomes"]
 
 
 def test_trained_models_survive_the_json_round_trip(trained) -> None:

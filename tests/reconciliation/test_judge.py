@@ -73,3 +73,14 @@ def test_turn_features_union_the_verdicts_and_carry_the_detector_score() -> None
         assert dense.get(key) == 1.0, key
     assert dense["delta_logit"] > 0
     assert finding_dense(memory, draft, RECORD)["rule:med-stopped-active"] == 1.0
+
+
+def test_outcome_models_set_kind_and_the_safety_flag_with_a_note() -> None:
+    kind = LinearModel("k", "1", ["contradiction", "gap", "other"], {"contradiction": {"f:any_discrepancy": 5.0}},
+                       {"contradiction": 0.0, "gap": 0.0, "other": 0.0})
+    safety = LinearModel("s", "1", ["False", "True"], {"True": {"f:any_discrepancy": 5.0}}, {"True": 0.0}, threshold=0.8)
+    judge = _judge(5.0)
+    judge.outcomes = {"kind": kind, "safety": safety}
+    [out] = judge.apply([_memory()], [FindingDraft(kind="gap", severity="medium", rule="med-undocumented")], RECORD)
+    assert out.kind == "contradiction" and out.safety_critical
+    assert any("learned" in note for note in out.gate_notes)

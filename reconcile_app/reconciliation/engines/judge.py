@@ -15,9 +15,10 @@ The threshold is chosen on out-of-fold scores for a budget of false alarms per o
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconcile_app.core.linear import LinearModel, load_model
@@ -26,6 +27,9 @@ from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
 from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "learned" / "judge.json"
+# What a raised turn is, learned from the labelled scenarios (each shipped only where it beat the rules out of fold):
+# its kind (contradiction or gap), whether it is safety-critical, and the severity of a turn the rules did not rate.
+OUTCOME_PATHS = {name: MODEL_PATH.with_name(f"judge-{name}.json") for name in ("kind", "safety", "severity")}
 CLINICAL = frozenset({"medication", "condition", "symptom", "allergy", "procedure", "immunization", "measurement", "care_activity"})
 _RECORD_TYPE_OF = {
     "medication": ("MedicationRequest", "MedicationStatement"), "allergy": ("AllergyIntolerance",),
@@ -116,21 +120,25 @@ def pick(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft]) -> int
 class Judge:
     model: LinearModel
     threshold: float
+    outcomes: dict[str, LinearModel] = field(default_factory=dict)  # "kind", "safety", "severity" where shipped
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> Judge | None:
         if not path.exists():
             return None
         model = load_model(str(path))
-        return cls(model, float(model.threshold))
+        outcomes = {name: load_model(str(p)) for name, p in OUTCOME_PATHS.items() if path == MODEL_PATH and p.exists()}
+        return cls(model, float(model.threshold), outcomes)
 
     @property
     def version(self) -> str:
-        return f"judge.{self.model.fingerprint()[:6]}"
+        digest = hashlib.sha256("".join(m.fingerprint() for m in (self.model, *self.outcomes.values())).encode()).hexdigest()
+        return f"judge.{digest[:6]}"
 
-    def score(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord) -> tuple[float, list[str]]:
-        features = self.model.featurize({}, turn_dense(memories, drafts, record))
-        return self.model.positive(features), [name for name, _ in self.model.explain(features, top=4)]
+    def score(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord) -> tuple[float, list[str], dict[str, float]]:
+        dense = turn_dense(memories, drafts, record)
+        features = self.model.featurize({}, dense)
+        return self.model.positive(features), [name for name, _ in self.model.explain(features, top=4)], dense
 
     def apply(self, memories: Sequence[MemoryDraft], drafts: list[FindingDraft], record: ClinicalRecord) -> list[FindingDraft]:
         turns: dict[str, list[int]] = {}
@@ -138,25 +146,46 @@ class Judge:
             turns.setdefault(m.anchor_turn_id, []).append(i)
         for indexes in turns.values():
             mems, outs = [memories[i] for i in indexes], [drafts[i] for i in indexes]
-            p, why = self.score(mems, outs, record)
-            self.decide_turn(mems, outs, record, p, why)
+            p, why, dense = self.score(mems, outs, record)
+            self.decide_turn(mems, outs, record, p, why, dense)
         return drafts
 
     def decide_turn(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord,
-                    p: float, why: list[str]) -> None:
+                    p: float, why: list[str], dense: dict[str, float] | None = None) -> None:
         note = f"judge {p:.2f} ({', '.join(why)})"[:200]
         chosen = pick(memories, drafts) if p >= self.threshold else None
         for i, (m, d) in enumerate(zip(memories, drafts)):
             if i == chosen:
-                if d.kind not in DISCREPANCY_KINDS:
+                raised = d.kind not in DISCREPANCY_KINDS
+                if raised:
                     _raise(m, d, record)
                     d.gate_notes.append(f"{note}: raised for review")
+                self.characterise(d, dense or {}, raised=raised)
                 continue
             if d.kind in DISCREPANCY_KINDS:
                 reason = "below the threshold" if chosen is None else "the turn's other finding speaks for it"
                 d.gate_notes.append(f"{note}: {reason}; kept as no clinical relevance")
                 d.kind, d.severity, d.safety_critical = FindingKind.NO_CLINICAL_RELEVANCE, Severity.LOW, False
                 d.rule = f"judge-quiet:{d.rule}"[:80]
+
+
+    def characterise(self, draft: FindingDraft, dense: dict[str, float], *, raised: bool) -> None:
+        """Kind, safety flag and (for a raised turn) severity from the outcome models that beat the rules out of fold."""
+        kind = self.outcomes.get("kind")
+        if kind is not None:
+            learned = kind.predict(kind.featurize({}, dense))
+            if learned in DISCREPANCY_KINDS and learned != draft.kind:
+                draft.gate_notes.append(f"kind {draft.kind} -> {learned} (learned from the labelled corpus)")
+                draft.kind = learned
+        safety = self.outcomes.get("safety")
+        if safety is not None and not draft.safety_critical:
+            p = safety.positive(safety.featurize({}, dense))
+            if p >= safety.threshold:
+                draft.safety_critical = True
+                draft.gate_notes.append(f"safety-critical at {p:.2f} (learned; the tables did not flag it)")
+        severity = self.outcomes.get("severity")
+        if severity is not None and raised:
+            draft.severity = severity.predict(severity.featurize({}, dense))
 
 
 def _raise(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> None:

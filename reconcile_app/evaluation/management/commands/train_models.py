@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reconcile_app.evaluation.training import data_fingerprint, dataset_folders, load_patients, train_models
 from reconcile_app.narrative.engines.delta import CATEGORY_PATH, DETECTOR_PATH
-from reconcile_app.reconciliation.engines.judge import MODEL_PATH as JUDGE_PATH
+from reconcile_app.reconciliation.engines.judge import MODEL_PATH as JUDGE_PATH, OUTCOME_PATHS
 
 
 class Command(BaseCommand):
@@ -45,7 +45,13 @@ class Command(BaseCommand):
         self.stdout.write(f"judge threshold {trained.judge.threshold}, fallback threshold {trained.detector.threshold}")
         if options["dry_run"]:
             return
-        for model, path in ((trained.detector, DETECTOR_PATH), (trained.category, CATEGORY_PATH), (trained.judge, JUDGE_PATH)):
+        outputs = [(trained.detector, DETECTOR_PATH), (trained.category, CATEGORY_PATH), (trained.judge, JUDGE_PATH)]
+        outputs += [(trained.outcomes[name], OUTCOME_PATHS[name]) for name in ("kind", "safety", "severity") if name in trained.outcomes]
+        for name, path in OUTCOME_PATHS.items():
+            if name not in trained.outcomes and path.exists():
+                path.unlink()  # an outcome model that no longer beats the rules is not shipped
+                self.stdout.write(f"removed {path} (the rules do as well)")
+        for model, path in outputs:
             model.meta.update(meta)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(model.to_json(), encoding="utf-8")
