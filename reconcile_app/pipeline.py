@@ -19,6 +19,7 @@
           │     EXTRACTING   extraction_run_get_or_create → extraction_run_execute
           │     RECONCILING  reconciliation_run_get_or_create(latest snapshot) → reconciliation_run_execute
           │     routing      triage_items_route(findings=...)      (when the triage app provides it)
+          │     re-check     ledger.session_chain_recheck: findings of the states this session outdated
           │     DONE
           │   RetryableError ─▶ retried with backoff (5 times, lease held for the retry), then FAILED;
           │   PermanentError or an engine crash ─▶ FAILED (message shown, retry button)
@@ -28,9 +29,14 @@
                                                or expired lease (lost messages, dead workers: a
                                                killed worker's patient resumes within ~75 s)
 
-    session_withdraw / upload_withdraw (consent) ─▶ session_withdrawn signal ─▶ memories_revoke_for_session
-          (findings and triage items cascade), turns deleted, raw upload sealed, audit kept; a step
-          that was running re-checks after the engines and revokes whatever it wrote
+    session_withdraw / upload_withdraw (consent) ─▶ session_withdrawn signal ─▶ ledger.session_revoke
+          (breadth-first over provenance: memories revoked without their words, findings revoked or
+          kept and marked, queue items withdrawn, write-backs retracted in the EHR), turns deleted,
+          raw upload sealed, audit kept; a step that was running re-checks after the engines and
+          revokes whatever it wrote
+
+    record_changed (a new record version) ─▶ ledger.record_reevaluate (after commit, under the lease):
+          only findings whose cited resources or scope changed are re-evaluated
 
 The transcripts app sits upstream of the engines, so it never imports this module: it announces
 `sessions_pending` and `session_withdrawn` (transcripts/signals.py) and the receivers below act.
@@ -188,7 +194,8 @@ def _route(findings: list) -> None:
 def session_process(*, session: Session, engine: str | None = None) -> None:
     """Extraction → reconciliation against the latest snapshot → routing, for one session."""
     from reconcile_app.fhir.selectors import snapshot_latest
-    from reconcile_app.narrative.services import extraction_run_execute, extraction_run_get_or_create, memories_revoke_for_session
+    from reconcile_app.ledger.services import session_chain_recheck, session_revoke
+    from reconcile_app.narrative.services import extraction_run_execute, extraction_run_get_or_create
     from reconcile_app.reconciliation.services import reconciliation_run_execute, reconciliation_run_get_or_create
 
     _set_status(session, Session.Pipeline.EXTRACTING)
@@ -201,10 +208,11 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
     rrun = reconciliation_run_get_or_create(session=session, snapshot=snapshot, engine=engine)
     rrun = reconciliation_run_execute(run_id=rrun.pk, engine=engine)
     if Session.objects.filter(pk=session.pk, withdrawn_at__isnull=False).exists():
-        # Consent was withdrawn while the engines ran: remove what they wrote after the revoke.
-        memories_revoke_for_session(session=session)
+        # Consent was withdrawn while the engines ran: revoke what they wrote after the withdrawal.
+        session_revoke(session=session, reason="consent withdrawn while the session was processed")
         return
     _route(list(rrun.findings.select_related("memory", "session")))  # routing reads both for every finding
+    session_chain_recheck(session=session)
     _set_status(session, Session.Pipeline.DONE)
 
 
@@ -328,15 +336,14 @@ def _on_sessions_pending(sender: object, *, patient_id: int, **kwargs: object) -
 
 
 @receiver(session_withdrawn, dispatch_uid="pipeline-session-withdrawn")
-def _on_session_withdrawn(sender: object, *, session: Session, **kwargs: object) -> int:
-    """Returns how many memories were removed, for the withdrawal's audit row: counted before the
-    revoke, because a delete's count includes the rows it cascades to (findings, quotes, items)."""
-    from reconcile_app.narrative.models import Memory
-    from reconcile_app.narrative.services import memories_revoke_for_session
+def _on_session_withdrawn(sender: object, *, session: Session, user: object = None, reason: str = "", **kwargs: object) -> int:
+    """Returns how many memories were revoked, for the withdrawal's audit row (the ledger's own row
+    counts findings, items and retractions too)."""
+    from reconcile_app.ledger.services import session_revoke
 
-    memories = Memory.objects.filter(session=session).count()
-    memories_revoke_for_session(session=session)
-    return memories
+    revocation = session_revoke(session=session, user=user,  # type: ignore[arg-type]
+                                reason=f"consent withdrawn{': ' + reason[:100] if reason else ''}")
+    return revocation.memories
 
 
 # --- Celery tasks: ids in, one service call, retries only for RetryableError ------------------------

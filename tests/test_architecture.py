@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "context": {"smart", "fhir", "transcripts", "narrative", "reconciliation", "triage"},
 }
 SHARED = {"core", "audit", "terminology"}  # base layers, importable from every app
-TOP_LEVEL = {"evaluation", "demo", "pipeline"}  # orchestrators: may import anything below them
+TOP_LEVEL = {"evaluation", "demo", "pipeline", "ledger"}  # orchestrators: may import anything below them
 
 
 def _imported_apps(path: Path) -> set[str]:

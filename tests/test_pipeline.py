@@ -119,7 +119,7 @@ def test_retryable_errors_are_retried_by_the_task_then_fail_visibly(patient, fak
     assert session.pipeline_status == "failed" and session.pipeline_error == "gave up after retries: engine timed out"
 
 
-def test_withdrawal_while_the_engines_run_leaves_no_memory_behind(patient, fake_engines, admin_user):
+def test_withdrawal_while_the_engines_run_leaves_no_live_memory_behind(patient, fake_engines, admin_user):
     extractor, _ = fake_engines
     _import(transcript_bytes(sessions=1, texts={"s01": "my pill"}))
     session = Session.objects.get()
@@ -127,7 +127,9 @@ def test_withdrawal_while_the_engines_run_leaves_no_memory_behind(patient, fake_
     pipeline_patient_drain(patient_id=patient.pk)
     session.refresh_from_db()
     assert session.pipeline_status == "withdrawn"
-    assert Memory.objects.count() == 0 and Finding.objects.count() == 0
+    # Whatever the engines wrote after the withdrawal is revoked at once, without the patient's words.
+    assert not Memory.objects.exclude(status="revoked", content="").exists()
+    assert not Finding.objects.exclude(status="revoked").exists()
 
 
 def test_findings_are_routed_into_the_triage_queue(patient, fake_engines):

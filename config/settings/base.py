@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "reconcile_app.context",
     "reconcile_app.evaluation",
     "reconcile_app.demo",
+    "reconcile_app.ledger",  # truth maintenance across both streams: on top, like evaluation
 ]
 
 MIDDLEWARE = [
@@ -206,6 +207,16 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "reconcile_app.smart.tasks.launches_expire_abandoned_task",
         "schedule": 300.0,
     },
+    # Records refresh through Backend Services; a new version re-evaluates only the findings it touches.
+    "fhir-record-refresh": {
+        "task": "reconcile_app.fhir.tasks.records_refresh_task",
+        "schedule": 900.0,
+    },
+    # Evolving states (goals, routines) past their time to live become outdated.
+    "ledger-expire-memories": {
+        "task": "reconcile_app.ledger.tasks.memories_expire_task",
+        "schedule": 3600.0,
+    },
     "core-worker-heartbeat": {
         "task": "reconcile_app.core.tasks.heartbeat_task",
         "schedule": 60.0,
@@ -253,6 +264,21 @@ PIPELINE_HEARTBEAT_SECONDS = env_int("PIPELINE_HEARTBEAT_SECONDS", 10)
 
 # Audit: anonymous refusals are one row per window, action and reason, with a count.
 AUDIT_ANONYMOUS_WINDOW_SECONDS = env_int("AUDIT_ANONYMOUS_WINDOW_SECONDS", 300)
+
+# Ledger: every EHR patient's record is pulled again when its last pull is older than this (launches
+# pull on their own); a discrepancy closes on its own (resolved by EHR update) at most LEDGER_FLAP_LIMIT
+# times per window, then waits for a person; evolving states expire after their time to live (days;
+# safety categories never expire whatever is set here); retraction of a write-back marks it
+# entered-in-error unless deleting is preferred (each falls back to the other where the EHR refuses).
+RECORD_REFRESH_SECONDS = env_int("RECORD_REFRESH_SECONDS", 6 * 3600)
+LEDGER_FLAP_WINDOW_SECONDS = env_int("LEDGER_FLAP_WINDOW_SECONDS", 7 * 24 * 3600)
+LEDGER_FLAP_LIMIT = env_int("LEDGER_FLAP_LIMIT", 1)
+LEDGER_MEMORY_TTL_DAYS = {
+    "goal": env_int("LEDGER_TTL_GOAL_DAYS", 90),
+    "lifestyle": env_int("LEDGER_TTL_LIFESTYLE_DAYS", 90),
+    "care_activity": env_int("LEDGER_TTL_CARE_ACTIVITY_DAYS", 180),
+}
+RETRACTION_PREFER_DELETE = env_bool("RETRACTION_PREFER_DELETE", False)
 
 # https://docs.djangoproject.com/en/5.2/topics/email/
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

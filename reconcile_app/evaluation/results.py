@@ -25,8 +25,10 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
                 "category": memory.category,
                 "content": memory.content,
             })
+        # The pipeline's run: a later re-evaluation (record or memory changed) covers only some memories.
         run = (
-            ReconciliationRun.objects.filter(session=session, status=ReconciliationRun.Status.DONE)
+            ReconciliationRun.objects.filter(session=session, status=ReconciliationRun.Status.DONE,
+                                             purpose=ReconciliationRun.Purpose.PIPELINE)
             .order_by("-finished_at", "-id")
             .first()
         )

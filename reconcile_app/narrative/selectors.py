@@ -1,7 +1,9 @@
 """Reads of the narrative stream, and conversions from rows to the engines' plain data."""
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from collections import deque
+
+from django.db.models import Q, QuerySet
 
 from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session
@@ -9,6 +11,14 @@ from reconcile_app.transcripts.models import Session
 from .models import ExtractionRun, Memory
 from .drafts import drafts_of
 from .types import EventTime, MemoryDraft, SessionInput, TurnInput
+
+# What the engines read as the patient's statements: current ones, and an original whose correction
+# is still waiting (it stands until someone decides); never a correction nobody has accepted yet.
+BELIEVED = Q(status=Memory.Status.CURRENT) | Q(status=Memory.Status.NEEDS_REVIEW, origin=Memory.Origin.EXTRACTED)
+# Statements that are no longer the patient's: revoked, replaced by a correction, a rejected correction,
+# or a correction still waiting.
+NOT_SAID = Q(status__in=(Memory.Status.REVOKED, Memory.Status.CORRECTED, Memory.Status.REJECTED)) | (
+    Q(status=Memory.Status.NEEDS_REVIEW) & ~Q(origin=Memory.Origin.EXTRACTED))
 
 
 def session_input_for(*, session: Session) -> SessionInput:
@@ -26,7 +36,7 @@ def memory_to_draft(memory: Memory) -> MemoryDraft:
     return MemoryDraft(
         category=memory.category,
         content=memory.content,
-        anchor_turn_id=memory.turn.external_id,
+        anchor_turn_id=memory.turn.external_id if memory.turn_id else (memory.turn_ids[0] if memory.turn_ids else ""),
         turn_ids=tuple(memory.turn_ids),
         quote=memory.quote,
         quote_start=memory.quote_start,
@@ -47,25 +57,28 @@ def memory_to_draft(memory: Memory) -> MemoryDraft:
 
 
 def memory_list_for_session(*, session: Session) -> QuerySet[Memory]:
-    """Memories of the session's latest finished extraction run."""
+    """Memories the engine extracted in the session's latest finished run (corrections are not the
+    engine's: they are reconciled on their own when accepted)."""
     run = ExtractionRun.objects.filter(session=session, status=ExtractionRun.Status.DONE).order_by("-finished_at", "-id").first()
     if run is None:
         return Memory.objects.none()
-    return Memory.objects.filter(run=run).exclude(status=Memory.Status.REVOKED).select_related("turn").order_by("seq")
+    return (Memory.objects.filter(run=run, origin=Memory.Origin.EXTRACTED).exclude(status=Memory.Status.REVOKED)
+            .select_related("turn").order_by("seq"))
 
 
 def memory_drafts_current(*, patient: Patient, before_session: Session | None = None) -> list[MemoryDraft]:
-    qs = Memory.objects.filter(patient=patient, status=Memory.Status.CURRENT).select_related("turn")
+    qs = Memory.objects.filter(BELIEVED, patient=patient).select_related("turn")
     if before_session is not None:
         qs = qs.filter(session__started_at__lt=before_session.started_at)
     return drafts_of(qs.order_by("mention_time", "seq"), convert=memory_to_draft)
 
 
 def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
-    """Every unrevoked memory of the patient's earlier sessions (superseded states included), oldest first."""
+    """Every memory of the patient's earlier sessions that is still the patient's (outdated states
+    included; revoked, corrected and rejected ones not), oldest first."""
     qs = (
         Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
-        .exclude(status=Memory.Status.REVOKED)
+        .exclude(NOT_SAID)
         .select_related("turn")
         .order_by("mention_time", "seq")
     )
@@ -73,12 +86,39 @@ def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
 
 
 def memory_history(*, memory: Memory) -> list[Memory]:
-    """Earlier states of the memory's chain, newest first (the chain keeps every state)."""
+    """Earlier states of the memory's chain, newest first (the chain keeps every state; revoked ones
+    have no words left, and corrections are shown with what they correct)."""
     if not memory.chain_key:
         return []
     return list(
-        Memory.objects.filter(patient=memory.patient_id, chain_key=memory.chain_key, mention_time__lte=memory.mention_time)
+        Memory.objects.filter(patient=memory.patient_id, chain_key=memory.chain_key, mention_time__lte=memory.mention_time,
+                              origin=Memory.Origin.EXTRACTED)
         .exclude(pk=memory.pk)
+        .exclude(status=Memory.Status.REVOKED)
         .select_related("session")
         .order_by("-mention_time", "-id")
     )
+
+
+def memory_provenance_descendants(*, session: Session) -> list[Memory]:
+    """Everything derived from the session's words, breadth-first over provenance: its memories, then
+    the corrections of those, then theirs. Each memory once, in the order reached."""
+    queue = deque(Memory.objects.filter(session=session).order_by("seq", "id"))
+    seen: set[int] = set()
+    found: list[Memory] = []
+    while queue:
+        memory = queue.popleft()
+        if memory.pk in seen:
+            continue
+        seen.add(memory.pk)
+        found.append(memory)
+        queue.extend(Memory.objects.filter(corrects=memory).order_by("id"))
+    return found
+
+
+def memory_corrections_pending(*, patient: Patient | None = None) -> QuerySet[Memory]:
+    """Corrections waiting for review, oldest first, with what they correct."""
+    qs = Memory.objects.filter(status=Memory.Status.NEEDS_REVIEW).exclude(origin=Memory.Origin.EXTRACTED)
+    if patient is not None:
+        qs = qs.filter(patient=patient)
+    return qs.select_related("corrects", "patient", "session").order_by("created_at", "id")

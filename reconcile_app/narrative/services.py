@@ -1,23 +1,30 @@
-"""Write side of the narrative stream: run an extraction engine over a session and store its deltas."""
+"""Write side of the narrative stream: run an extraction engine over a session and store its deltas;
+the memory lifecycle (outdated, revoked, corrected, needs review), each change logged with who and why."""
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+from collections.abc import Iterable
+from datetime import datetime
 
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reconcile_app.core.exceptions import PermanentError
+from reconcile_app.audit.services import audit_record
+from reconcile_app.core.exceptions import PermanentError, ValidationFailed
 from reconcile_app.core.runs import run_mark_failed, run_mark_running
 from reconcile_app.fhir.selectors import clinical_record_for, snapshot_latest
 from reconcile_app.transcripts.models import Session, Turn
 
 from .engines import get_extractor
-from .models import ExtractionRun, Memory
-from .selectors import memory_drafts_current, session_input_for
-from .types import MemoryDraft, MemoryOp
+from .lifecycle import DEFAULT_TTL_DAYS, Transition, TransitionNotAllowed, memory_expires_at, transition_target
+from .models import ExtractionRun, Memory, MemoryEvent
+from .selectors import memory_drafts_current, memory_provenance_descendants, session_input_for
+from .types import Assertion, MemoryDraft, MemoryOp, SessionInput, Subject, TurnInput
 
 logger = logging.getLogger(__name__)
 
@@ -83,16 +90,22 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None) -> Extract
     return run
 
 
+def ttl_days() -> dict[str, int]:
+    return dict(getattr(settings, "LEDGER_MEMORY_TTL_DAYS", DEFAULT_TTL_DAYS))
+
+
 def memory_drafts_store(*, run: ExtractionRun, session: Session, drafts: list[MemoryDraft], turns: dict[str, Turn]) -> list[Memory]:
     created: list[Memory] = []
+    chained: list[bool] = []  # whether the draft updates or supersedes an earlier state of its chain
     seen: set[str] = set()
+    ttl = ttl_days()
     for seq, draft in enumerate(drafts):
         digest = _memory_sha256(draft)
         if digest in seen or draft.anchor_turn_id not in turns:
             continue  # exact-duplicate guard; drafts must point at a real turn
         seen.add(digest)
         event = draft.event_time
-        memory = Memory.objects.create(
+        memory = Memory(
             patient=session.patient,
             session=session,
             run=run,
@@ -119,27 +132,219 @@ def memory_drafts_store(*, run: ExtractionRun, session: Session, drafts: list[Me
             chain_key=draft.chain_key[:120],
             op=draft.op,
             content_sha256=digest,
+            expires_at=memory_expires_at(category=draft.category, mentioned_at=draft.mention_time, ttl_days=ttl),
         )
-        if draft.chain_key and draft.op in (MemoryOp.SUPERSEDE, MemoryOp.UPDATE):
-            # Truth maintenance: earlier states stay, marked superseded, linked from the new one.
-            earlier = (
-                Memory.objects.filter(patient=session.patient, chain_key=draft.chain_key, status=Memory.Status.CURRENT)
+        created.append(memory)
+        chained.append(bool(draft.chain_key) and draft.op in (MemoryOp.SUPERSEDE, MemoryOp.UPDATE))
+    # One INSERT for the session's memories, then truth maintenance in their order: each step sees only
+    # the states before it (seq__lt), exactly as when they were inserted one at a time.
+    Memory.objects.bulk_create(created)
+    for memory, chain in zip(created, chained):
+        if chain:
+            # Truth maintenance: earlier states stay, marked outdated, linked from the new one.
+            earlier = list(
+                Memory.objects.filter(patient=session.patient, chain_key=memory.chain_key, status=Memory.Status.CURRENT)
                 .exclude(pk=memory.pk)
-                .filter(Q(session__started_at__lt=session.started_at) | Q(session=session, seq__lt=seq))
+                .filter(Q(session__started_at__lt=session.started_at) | Q(session=session, seq__lt=memory.seq))
                 .order_by("-mention_time", "-id")
             )
-            previous = earlier.first()
-            if previous is not None:
-                memory.supersedes = previous
+            if earlier:
+                memory.supersedes = earlier[0]
                 memory.save(update_fields=["supersedes"])
-                earlier.update(status=Memory.Status.SUPERSEDED)
-        created.append(memory)
+                for state in earlier:
+                    memory_transition(memory=state, transition=Transition.SUPERSEDE, reason=f"a later state: memory #{memory.pk}",
+                                      related=memory)
     return created
 
 
+# --- the lifecycle ------------------------------------------------------------------------------
+
+SYSTEM = "system"
+
+
+def actor_label_for(actor: AbstractBaseUser | None, label: str = "") -> str:
+    if label:
+        return label[:60]
+    return (getattr(actor, "username", "") or SYSTEM)[:60] if actor is not None else SYSTEM
+
+
+def memory_transition(
+    *, memory: Memory, transition: Transition, reason: str, actor: AbstractBaseUser | None = None, actor_label: str = "",
+    related: Memory | None = None, before_review: str = "", changes: dict | None = None,
+) -> Memory:
+    """One step of the lifecycle: a conditional UPDATE from the state the memory was read in (whoever
+    acts second finds it changed and is refused), and its event. Never deletes, never edits the words
+    (except `changes` that a revocation passes to remove them)."""
+    target = transition_target(transition, memory.status, before_review=before_review)
+    updated = Memory.objects.filter(pk=memory.pk, status=memory.status).update(status=target, **(changes or {}))
+    if not updated:
+        current = Memory.objects.filter(pk=memory.pk).values_list("status", flat=True).first()
+        raise TransitionNotAllowed(f"memory #{memory.pk} is now {current or 'gone'}; nothing was changed")
+    MemoryEvent.objects.create(memory=memory, actor=actor if getattr(actor, "is_authenticated", False) else None,
+                               actor_label=actor_label_for(actor, actor_label), action=transition.value,
+                               from_status=memory.status, to_status=target, reason=reason[:300], related=related)
+    memory.refresh_from_db()
+    return memory
+
+
+# The patient's words and anything read from them: removed from a revoked memory (consent withdrawn).
+WORD_FIELDS = {"content": "", "quote": "", "attributes": {}, "event_time_text": ""}
+
+
+def memories_revoke(*, memories: Iterable[Memory], reason: str, actor: AbstractBaseUser | None = None, actor_label: str = "") -> list[Memory]:
+    """Revoke each memory (not yet revoked): the row and its provenance stay, its words go."""
+    revoked = []
+    for memory in memories:
+        if memory.status == Memory.Status.REVOKED:
+            continue
+        revoked.append(memory_transition(memory=memory, transition=Transition.REVOKE, reason=reason, actor=actor,
+                                         actor_label=actor_label, changes=dict(WORD_FIELDS)))
+    return revoked
+
+
+def memories_restore_after_revoke(*, revoked: Iterable[Memory], actor: AbstractBaseUser | None = None, actor_label: str = "") -> list[Memory]:
+    """Truth maintenance: a state that was outdated only because a now-revoked memory superseded it is
+    believed again, when that supersession is still the last thing that happened to it."""
+    revoked_ids = {m.pk for m in revoked}
+    restored = []
+    for memory in revoked:
+        earlier = Memory.objects.filter(pk=memory.supersedes_id, status=Memory.Status.OUTDATED).first() if memory.supersedes_id else None
+        if earlier is None or earlier.pk in revoked_ids:
+            continue
+        last = earlier.events.order_by("-at", "-id").first()
+        if last is None or last.action != Transition.SUPERSEDE or last.related_id not in revoked_ids:
+            continue  # outdated for another reason (its time to live, a later state that stands)
+        restored.append(memory_transition(memory=earlier, transition=Transition.RESTORE, related=memory, actor=actor,
+                                          actor_label=actor_label, reason=f"the later state (memory #{memory.pk}) was revoked"))
+    return restored
+
+
 @transaction.atomic
-def memories_revoke_for_session(*, session: Session) -> int:
-    """Consent withdrawal: memories of the session are deleted with their findings (CASCADE)."""
-    count, _ = Memory.objects.filter(session=session).delete()
-    ExtractionRun.objects.filter(session=session).delete()
-    return count
+def memories_revoke_for_session(*, session: Session, reason: str = "consent withdrawn", actor: AbstractBaseUser | None = None) -> tuple[list[Memory], list[Memory]]:
+    """Consent withdrawal, narrative side: every memory derived from the session (its own, then
+    corrections of them, breadth-first) is revoked; earlier states they had outdated are restored.
+    Returns (revoked, restored); the ledger carries it on to findings, the queue and the EHR."""
+    revoked = memories_revoke(memories=memory_provenance_descendants(session=session), actor=actor,
+                              reason=f"{reason} (session #{session.pk})")
+    restored = memories_restore_after_revoke(revoked=revoked, actor=actor)
+    return revoked, restored
+
+
+def memories_expire(*, now: datetime | None = None, keep: Iterable[int] = (), limit: int = 500) -> list[Memory]:
+    """Current memories past their time to live become outdated (safety facts carry none). `keep`
+    names memories to leave alone (the ledger passes those with a safety-critical finding)."""
+    now = now or timezone.now()
+    due = (Memory.objects.filter(status=Memory.Status.CURRENT, expires_at__isnull=False, expires_at__lte=now)
+           .exclude(pk__in=list(keep)).order_by("expires_at", "id")[:limit])
+    expired = []
+    for memory in due:
+        try:
+            expired.append(memory_transition(memory=memory, transition=Transition.EXPIRE, reason="time to live passed"))
+        except TransitionNotAllowed:
+            continue  # changed meanwhile
+    return expired
+
+
+# --- corrections ------------------------------------------------------------------------------
+
+CORRECTION_ENGINE = "correction"
+
+
+def _correction_draft(*, memory: Memory, content: str, subject: str, assertion: str) -> MemoryDraft | None:
+    """The structured reading of a correction: the extraction engine over the corrected words, said by
+    the patient at the original's time (so a corrected drug or dose is reconciled like any statement)."""
+    snapshot = snapshot_latest(patient=memory.patient)
+    record = clinical_record_for(snapshot=snapshot) if snapshot else None
+    turn = TurnInput(id=memory.turn_ids[0] if memory.turn_ids else "correction", speaker="patient", at=memory.mention_time, text=content)
+    drafts = get_extractor().extract_session(SessionInput(id="correction", started_at=memory.mention_time, turns=(turn,)),
+                                             prior=[], record=record)
+    same = [d for d in drafts if d.category == memory.category]
+    return (same or drafts or [None])[0]
+
+
+def memory_correction_propose(
+    *, memory: Memory, content: str, subject: str = "", assertion: str = "", origin: str = Memory.Origin.STAFF_CORRECTION,
+    actor: AbstractBaseUser | None = None, actor_label: str = "", note: str = "",
+) -> Memory:
+    """Someone says the memory is wrong and what is right. The correction is a new memory linked to
+    the original; both need review until someone accepts or rejects it. Nothing is overwritten."""
+    content = " ".join((content or "").split())
+    if not content:
+        raise ValidationFailed("Say what the right content is.", errors=["content"])
+    if len(content) > 1000:
+        raise ValidationFailed("The correction is too long (1,000 characters at most).", errors=["content"])
+    subject = subject or memory.subject
+    assertion = assertion or memory.assertion
+    if subject not in Subject.__members__.values() or assertion not in Assertion.__members__.values():
+        raise ValidationFailed("Unknown subject or assertion.", errors=["subject", "assertion"])
+    if memory.status not in (Memory.Status.CURRENT, Memory.Status.OUTDATED) or memory.origin != Memory.Origin.EXTRACTED:
+        raise ValidationFailed("Only a current or outdated memory from a conversation can be corrected "
+                               f"(this one is {memory.get_status_display().lower()}).", errors=["memory"])
+    draft = _correction_draft(memory=memory, content=content, subject=subject, assertion=assertion)
+    event = draft.event_time if draft else None
+    label = actor_label_for(actor, actor_label)
+    with transaction.atomic():
+        memory = memory_transition(memory=memory, transition=Transition.FLAG, actor=actor, actor_label=label,
+                                   reason=f"a correction was proposed ({origin}){': ' + note[:200] if note else ''}")
+        digest = hashlib.sha256(json.dumps(["correction", memory.pk, content, subject, assertion, timezone.now().isoformat()]).encode()).hexdigest()
+        correction = Memory.objects.create(
+            patient_id=memory.patient_id, session_id=memory.session_id, run_id=memory.run_id, turn_id=memory.turn_id,
+            turn_ids=list(memory.turn_ids), seq=memory.seq, category=draft.category if draft else memory.category,
+            subject=subject, subject_relation=memory.subject_relation if subject == memory.subject else "",
+            # Read from the corrected words (its quote), about the original's turns (turn_ids, `corrects`).
+            assertion=assertion, attributes=dict(draft.attributes) if draft else {}, content=content,
+            quote=draft.quote if draft else content, quote_start=draft.quote_start if draft else 0,
+            quote_end=draft.quote_end if draft else len(content), speaker=memory.speaker,
+            event_time_text=(event.text[:120] if event else ""), event_start=event.start if event else None,
+            event_end=event.end if event else None, mention_time=memory.mention_time, confidence=1.0, engine=CORRECTION_ENGINE, engine_version="1",
+            chain_key=memory.chain_key, op=MemoryOp.INSERT, status=Memory.Status.NEEDS_REVIEW, origin=origin,
+            corrects=memory, content_sha256=digest, expires_at=memory.expires_at,
+        )
+        MemoryEvent.objects.create(memory=correction, actor=actor if getattr(actor, "is_authenticated", False) else None,
+                                   actor_label=label, action=Transition.PROPOSE.value, to_status=Memory.Status.NEEDS_REVIEW,
+                                   reason=f"corrects memory #{memory.pk}", related=memory)
+        audit_record(action="ledger.correction_propose", actor=actor, patient_pk=memory.patient_id, object_type="memory",
+                     object_id=memory.pk, details={"correction": correction.pk, "origin": origin, "by": label})
+    return correction
+
+
+def _proposer_id(correction: Memory) -> int | None:
+    event = correction.events.filter(action=Transition.PROPOSE.value).order_by("at", "id").first()
+    return event.actor_id if event else None
+
+
+def _before_review(original: Memory) -> str:
+    event = original.events.filter(action=Transition.FLAG.value).order_by("-at", "-id").first()
+    return event.from_status if event else Memory.Status.CURRENT
+
+
+@transaction.atomic
+def memory_correction_accept(*, correction: Memory, actor: AbstractBaseUser, note: str = "") -> tuple[Memory, Memory]:
+    """Accepted: the correction becomes current and the original corrected. Someone other than the
+    member of staff who proposed it decides (four eyes); a patient's correction any reviewer may accept."""
+    if correction.corrects_id is None or correction.status != Memory.Status.NEEDS_REVIEW:
+        raise ValidationFailed("This correction is not waiting for review.", errors=["correction"])
+    if correction.origin == Memory.Origin.STAFF_CORRECTION and _proposer_id(correction) == getattr(actor, "pk", None):
+        raise ValidationFailed("Someone other than its author accepts a correction.", errors=["reviewer"])
+    original = Memory.objects.get(pk=correction.corrects_id)
+    reason = f"correction #{correction.pk} accepted{': ' + note[:200] if note else ''}"
+    original = memory_transition(memory=original, transition=Transition.ACCEPT_ORIGINAL, actor=actor, reason=reason, related=correction)
+    correction = memory_transition(memory=correction, transition=Transition.ACCEPT_CORRECTION, actor=actor, reason=reason, related=original)
+    audit_record(action="ledger.correction_accept", actor=actor, patient_pk=original.patient_id, object_type="memory",
+                 object_id=original.pk, details={"correction": correction.pk})
+    return original, correction
+
+
+@transaction.atomic
+def memory_correction_reject(*, correction: Memory, actor: AbstractBaseUser, note: str = "") -> tuple[Memory, Memory]:
+    """Rejected: the correction is kept, rejected; the original returns to the state it had before."""
+    if correction.corrects_id is None or correction.status != Memory.Status.NEEDS_REVIEW:
+        raise ValidationFailed("This correction is not waiting for review.", errors=["correction"])
+    original = Memory.objects.get(pk=correction.corrects_id)
+    reason = f"correction #{correction.pk} rejected{': ' + note[:200] if note else ''}"
+    correction = memory_transition(memory=correction, transition=Transition.REJECT_CORRECTION, actor=actor, reason=reason, related=original)
+    original = memory_transition(memory=original, transition=Transition.REJECT_ORIGINAL, actor=actor, reason=reason,
+                                 related=correction, before_review=_before_review(original))
+    audit_record(action="ledger.correction_reject", actor=actor, patient_pk=original.patient_id, object_type="memory",
+                 object_id=original.pk, details={"correction": correction.pk})
+    return original, correction

@@ -23,27 +23,38 @@ CATEGORY_ORDER = [c.value for c in MemoryCategory]
 class MemoryChain:
     current: Memory
     earlier: list[Memory] = field(default_factory=list)
+    pending: list[Memory] = field(default_factory=list)  # corrections of `current` waiting for review
+
+
+SHOWN_AS_CURRENT = (Memory.Status.CURRENT, Memory.Status.NEEDS_REVIEW)
 
 
 def memory_chains_for(*, patient_pk: int) -> dict[str, list[MemoryChain]]:
-    """Category -> chains, each chain's newest current state first and its superseded states under it."""
+    """Category -> chains, each chain's newest current state first (or the one waiting for a correction's
+    review, with that correction), its outdated and corrected states under it. Revoked memories have
+    no words left and rejected corrections were never the patient's: neither is shown."""
     memories = list(
-        Memory.objects.filter(patient_id=patient_pk).exclude(status=Memory.Status.REVOKED)
+        Memory.objects.filter(patient_id=patient_pk).exclude(status__in=(Memory.Status.REVOKED, Memory.Status.REJECTED))
         .select_related("session").order_by("-mention_time", "-id")
     )
+    pending: dict[int, list[Memory]] = defaultdict(list)
     chains: dict[str, list[Memory]] = defaultdict(list)
     singles: list[Memory] = []
     for memory in memories:
+        if memory.origin != Memory.Origin.EXTRACTED and memory.status == Memory.Status.NEEDS_REVIEW:
+            pending[memory.corrects_id or 0].append(memory)
+            continue
         (chains[memory.chain_key] if memory.chain_key else singles).append(memory)
     grouped: dict[str, list[MemoryChain]] = defaultdict(list)
     for states in chains.values():
-        current = next((m for m in states if m.status == Memory.Status.CURRENT), None)
+        current = next((m for m in states if m.status in SHOWN_AS_CURRENT), None)
         if current is None:
             continue  # a chain with no current state has been fully superseded elsewhere
-        grouped[current.category].append(MemoryChain(current=current, earlier=[m for m in states if m is not current]))
+        grouped[current.category].append(MemoryChain(current=current, earlier=[m for m in states if m is not current],
+                                                     pending=pending.get(current.pk, [])))
     for memory in singles:
-        if memory.status == Memory.Status.CURRENT:
-            grouped[memory.category].append(MemoryChain(current=memory))
+        if memory.status in SHOWN_AS_CURRENT:
+            grouped[memory.category].append(MemoryChain(current=memory, pending=pending.get(memory.pk, [])))
     order = {c: i for i, c in enumerate(CATEGORY_ORDER)}
     return dict(sorted(grouped.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 

@@ -272,14 +272,14 @@ def upload_map(*, upload_id: int, patient: Patient, user: AbstractBaseUser) -> U
 
 @transaction.atomic
 def session_withdraw(*, session_id: int, user: AbstractBaseUser | None, reason: str = "") -> Session:
-    """Consent withdrawal for one session: memories and findings go (the pipeline's receiver revokes
-    them; findings and triage items cascade from memories, and deleting the turns cascades to any
-    memory left), the turns' text goes, the session row stays as a tombstone so a re-sent export
-    cannot bring it back, and the audit trail keeps the decision."""
+    """Consent withdrawal for one session: everything derived from it is revoked (the pipeline's
+    receiver hands it to the ledger: memories keep their rows without the words, findings and queue
+    items close, write-backs are retracted in the EHR), the turns' text goes, the session row stays as
+    a tombstone so a re-sent export cannot bring it back, and the audit trail keeps the decision."""
     session = Session.objects.select_for_update().get(pk=session_id)
     if session.withdrawn_at is not None:
         return session
-    responses = session_withdrawn.send(sender=Session, session=session)
+    responses = session_withdrawn.send(sender=Session, session=session, user=user, reason=reason)
     revoked = sum(r for _, r in responses if isinstance(r, int))
     session.turns.all().delete()
     session.withdrawn_at = timezone.now()

@@ -7,5 +7,6 @@ from django.dispatch import Signal
 sessions_pending = Signal()
 
 # Consent was withdrawn for a session, inside the withdrawing transaction, before its turns are
-# deleted. kwargs: session. Receivers remove what was drawn from it (memories, findings, queue items).
+# deleted. kwargs: session, user (who withdrew it, or None), reason. Receivers revoke what was drawn
+# from it (memories, findings, queue items, copies written to the EHR).
 session_withdrawn = Signal()

@@ -9,6 +9,8 @@ from django.db.models import Q
 from reconcile_app.core.models import TimeStampedModel
 
 OPEN_STATUSES = ("new", "in_review", "escalated")
+# Closed: decided by a person, or withdrawn with its source (consent), never reopened.
+CLOSED_STATUSES = ("confirmed", "dismissed", "resolved", "withdrawn")
 
 
 class RoutingAction(models.TextChoices):
@@ -33,6 +35,8 @@ class TriageItem(models.Model):
         DISMISSED = "dismissed", "Dismissed"
         RESOLVED = "resolved", "Resolved"
         ESCALATED = "escalated", "Escalated"
+        # Every quote's source was withdrawn (consent) before anyone decided: closed, kept, no words left.
+        WITHDRAWN = "withdrawn", "Withdrawn (consent)"
 
     class DismissReason(models.TextChoices):
         ALREADY_KNOWN = "already_known", "Already known"
@@ -85,6 +89,8 @@ class TriageItem(models.Model):
     dismiss_text = models.CharField(max_length=300, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # A decided item whose source was withdrawn keeps its decision and is marked here.
+    source_revoked_at = models.DateTimeField(null=True, blank=True)
     # The routing action's delivery (alert, clarification request), visible on the finding.
     action = models.CharField(max_length=20, choices=RoutingAction.choices, blank=True)
     action_status = models.CharField(max_length=20, choices=ActionStatus.choices, blank=True)
@@ -131,10 +137,21 @@ class TriageQuote(models.Model):
     """One finding (one memory of one session) of an item: several sessions saying the same thing
     are one item with several quotes. Evaluation keeps scoring the findings, one per session."""
 
+    class Closed(models.TextChoices):
+        WITHDRAWN = "withdrawn", "Source withdrawn"
+        RESOLVED_BY_EHR = "resolved_by_ehr_update", "Resolved by an EHR update"
+        REEVALUATED = "reevaluated", "Re-evaluated"
+        LATER_STATEMENT = "later_statement", "A later statement replaced it"
+        CORRECTED = "memory_corrected", "The memory was corrected"
+        OUTDATED = "memory_outdated", "The memory is outdated"
+
     item = models.ForeignKey(TriageItem, on_delete=models.CASCADE, related_name="quotes")
     finding = models.OneToOneField("reconciliation.Finding", on_delete=models.CASCADE, related_name="triage_quote")
     summary = models.TextField(blank=True)
     joined_at = models.DateTimeField(auto_now_add=True)
+    # A quote no longer counts for its open item once its finding stopped standing; it stays listed.
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_reason = models.CharField(max_length=30, choices=Closed.choices, blank=True)
 
     class Meta:
         ordering = ["-joined_at", "-id"]
@@ -232,15 +249,20 @@ class RoutingRule(TimeStampedModel):
 
 
 class WriteBack(TimeStampedModel):
-    """The confirmed finding written to the EHR; failures retry and stay visible here."""
+    """The confirmed finding written to the EHR; failures retry and stay visible here. PROTECT: the row
+    is where the copy in the EHR is known, so nothing may delete it (a retraction hangs off it)."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RETRYING = "retrying", "Retrying"
         DONE = "done", "Written"
         FAILED = "failed", "Failed"
+        # The source was withdrawn before the write went out: it never will.
+        CANCELLED = "cancelled", "Cancelled (source withdrawn)"
 
-    item = models.OneToOneField(TriageItem, on_delete=models.CASCADE, related_name="writeback")
+    item = models.OneToOneField(TriageItem, on_delete=models.PROTECT, related_name="writeback")
+    # The finding whose words were written (the item's finding at the time of the write).
+    finding = models.ForeignKey("reconciliation.Finding", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     base_url = models.URLField(max_length=400, blank=True)
@@ -252,3 +274,33 @@ class WriteBack(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"Write-back #{self.pk} ({self.status})"
+
+
+class Retraction(TimeStampedModel):
+    """Taking a written-back resource out of the EHR after its source was withdrawn: marked
+    entered-in-error (the patient's words replaced), or deleted where the EHR allows it. Retried and
+    visible like the write itself."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RETRYING = "retrying", "Retrying"
+        DONE = "done", "Retracted"
+        FAILED = "failed", "Failed"
+
+    class Method(models.TextChoices):
+        NONE = "", "Not yet"
+        ENTERED_IN_ERROR = "entered-in-error", "Marked entered-in-error"
+        DELETED = "deleted", "Deleted"
+        ABSENT = "absent", "Already gone from the EHR"
+
+    writeback = models.OneToOneField(WriteBack, on_delete=models.PROTECT, related_name="retraction")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    method = models.CharField(max_length=20, choices=Method.choices, blank=True)
+    reason = models.CharField(max_length=120, blank=True)  # a code and ids, never clinical text
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    retracted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Retraction #{self.pk} ({self.status})"

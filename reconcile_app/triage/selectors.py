@@ -25,7 +25,7 @@ from reconcile_app.reconciliation.models import Finding
 from reconcile_app.transcripts.models import Turn
 
 from .display import entry_view
-from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageQuote, WriteBack
+from .models import CLOSED_STATUSES, OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageQuote, WriteBack
 from .routing import RuleSpec
 
 EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
@@ -81,7 +81,7 @@ def _status_filter(qs: QuerySet[TriageItem], status: str) -> QuerySet[TriageItem
     if status in ("", "open"):
         return qs.filter(status__in=OPEN_STATUSES)
     if status == "closed":
-        return qs.filter(status__in=("confirmed", "dismissed", "resolved"))
+        return qs.filter(status__in=CLOSED_STATUSES)
     if status == "all":
         return qs
     return qs.filter(status=status)

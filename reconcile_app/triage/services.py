@@ -22,11 +22,11 @@ from reconcile_app.reconciliation.models import Finding
 
 from . import client
 from .display import record_facts, said_facts
-from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageNote, TriageQuote, WriteBack
+from .models import OPEN_STATUSES, Retraction, RoutingRule, TriageAlert, TriageEvent, TriageItem, TriageNote, TriageQuote, WriteBack
 from .routing import SEVERITY_RANK, RoutingFacts, RuleSpec, resource_types_text, route, severity_rank, urgency_band
 from .selectors import counts_invalidate
 from .summaries import concept_key, finding_summary
-from .writeback import BUILDERS, WriteBackFacts
+from .writeback import BUILDERS, WriteBackFacts, retracted_version
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ S = TriageItem.Status
 DISCREPANCY_KINDS = (Finding.Kind.CONTRADICTION, Finding.Kind.GAP)
 DEFAULT_SLA_MINUTES = 7 * 24 * 60
 DECIDED = (S.CONFIRMED, S.DISMISSED, S.RESOLVED)
+Q_ = TriageQuote.Closed
 
 
 class TransitionRefused(ValidationFailed):
@@ -172,14 +173,17 @@ def _quote_join(*, item: TriageItem, finding: Finding, summary: str, rules: list
 
 
 def triage_item_quotes_changed(*, item_id: int) -> None:
-    """After a quote's finding is gone (consent withdrawn): the item keeps its other quotes, with
-    its first remaining finding as its id and severity recomputed, or goes when none is left."""
+    """After a quote stopped counting (its finding withdrawn, resolved or replaced) or its row went: the
+    item's severity, flag, types and summary are those of its live quotes; the item itself is never
+    deleted (the ledger closes it when no live quote is left). `finding` moves only when its row went."""
     item = TriageItem.objects.filter(pk=item_id).first()
     if item is None:
         return
-    quotes = list(TriageQuote.objects.filter(item_id=item_id).select_related("finding").order_by("finding__created_at", "finding_id"))
+    rows = TriageQuote.objects.filter(item_id=item_id).select_related("finding").order_by("finding__created_at", "finding_id")
+    quotes = [q for q in rows if q.closed_at is None]
     if not quotes:
-        item.delete()
+        if not rows and not WriteBack.objects.filter(item_id=item_id).exists():
+            item.delete()  # only when its findings' rows are gone (the patient was deleted)
         counts_invalidate()
         return
     findings = [q.finding for q in quotes]
@@ -325,8 +329,8 @@ def _transition(
         changed = qs.update(status=to, updated_at=timezone.now(), **(extra or {}))
         if changed:
             TriageEvent.objects.create(item=item, actor=user, action=action, from_status=from_status, to_status=to, note=note[:300])
-            if to in DECIDED:
-                # A decided finding needs no more attention: its alerts close with it.
+            if to in (*DECIDED, S.WITHDRAWN):
+                # A decided (or withdrawn) finding needs no more attention: its alerts close with it.
                 TriageAlert.objects.filter(item=item, acknowledged_at__isnull=True, closed_at__isnull=True).update(
                     closed_at=timezone.now(), closed_reason=to)
             audit_record(action=f"triage.{action}", actor=user, patient_pk=item.patient_id, object_type="finding",
@@ -466,6 +470,198 @@ def alert_acknowledge(*, alert: TriageAlert, user: User) -> bool:
     return bool(changed)
 
 
+# --- the ledger: quotes and items that stop standing -------------------------------------------
+
+CLOSING_NOTES = {
+    Q_.WITHDRAWN: "consent for the source was withdrawn",
+    Q_.RESOLVED_BY_EHR: "resolved by EHR update: the record now agrees with what the patient said",
+    Q_.REEVALUATED: "re-evaluated against the updated record",
+    Q_.LATER_STATEMENT: "a later statement of the patient replaced this one",
+    Q_.CORRECTED: "the memory was corrected",
+    Q_.OUTDATED: "the patient's statement is outdated (its time to live passed)",
+}
+
+
+def triage_quotes_close(*, findings: Iterable[Finding], reason: str, user: User | None = None, close_items: bool = True) -> dict[str, list[int]]:
+    """The quotes of these findings stop counting for their items (they stay listed; a withdrawn one
+    loses its words). An open item left without a live quote closes: withdrawn when every quote was
+    withdrawn, otherwise resolved with `reason`. With `close_items` False (the flapping guard) such an
+    item keeps those quotes live and stays open, saying why. A decided item keeps its decision; a
+    withdrawn source marks it. Returns item ids by what happened: closed, recomputed, held, marked."""
+    outcome: dict[str, list[int]] = {"closed": [], "recomputed": [], "held": [], "marked": []}
+    now = timezone.now()
+    by_item: dict[int, list[TriageQuote]] = {}
+    for quote in TriageQuote.objects.filter(finding_id__in=[f.pk for f in findings], closed_at__isnull=True).order_by("id"):
+        by_item.setdefault(quote.item_id, []).append(quote)
+    changes: dict[str, Any] = {"closed_at": now, "closed_reason": reason, **({"summary": ""} if reason == Q_.WITHDRAWN else {})}
+    for item_id, closing in sorted(by_item.items()):
+        item = TriageItem.objects.select_for_update().get(pk=item_id)
+        others_live = TriageQuote.objects.filter(item_id=item_id, closed_at__isnull=True).exclude(pk__in=[q.pk for q in closing]).exists()
+        if item.is_open and not others_live and not close_items and reason != Q_.WITHDRAWN:
+            TriageEvent.objects.create(item=item, actor=user, action="held_open", from_status=item.status, to_status=item.status,
+                                       note=("the record changed back and forth: left open for review ("
+                                             + CLOSING_NOTES.get(reason, reason) + ")")[:300])
+            audit_record(action="triage.held_open", actor=user, patient_pk=item.patient_id, object_type="finding",
+                         object_id=item.finding_id, details={"reason": reason})
+            outcome["held"].append(item_id)
+            continue
+        TriageQuote.objects.filter(pk__in=[q.pk for q in closing]).update(**changes)
+        if not item.is_open:
+            if reason == Q_.WITHDRAWN:
+                TriageItem.objects.filter(pk=item_id).update(source_revoked_at=item.source_revoked_at or now,
+                                                             summary="" if not others_live else item.summary)
+                TriageEvent.objects.create(item=item, actor=user, action="source_withdrawn", from_status=item.status,
+                                           to_status=item.status, note="kept as decided; consent for a source was withdrawn")
+                outcome["marked"].append(item_id)
+            else:
+                TriageEvent.objects.create(item=item, actor=user, action="changed_after_decision", from_status=item.status,
+                                           to_status=item.status, note=CLOSING_NOTES.get(reason, reason)[:300])
+            continue
+        if others_live:
+            triage_item_quotes_changed(item_id=item_id)
+            TriageEvent.objects.create(item=item, actor=user, action="quote_closed", from_status=item.status, to_status=item.status,
+                                       note=CLOSING_NOTES.get(reason, reason)[:300])
+            outcome["recomputed"].append(item_id)
+        elif not TriageQuote.objects.filter(item_id=item_id).exclude(closed_reason=Q_.WITHDRAWN).exists():
+            _transition(item=item, user=user, action="withdrawn", allowed_from=OPEN_STATUSES, to=S.WITHDRAWN,
+                        extra={"decided_at": now, "summary": ""}, note=CLOSING_NOTES[Q_.WITHDRAWN])
+            outcome["closed"].append(item_id)
+        else:
+            _transition(item=item, user=user, action=reason, allowed_from=OPEN_STATUSES, to=S.RESOLVED,
+                        extra={"resolved_at": now}, note=CLOSING_NOTES.get(reason, reason))
+            outcome["closed"].append(item_id)
+    counts_invalidate()
+    return outcome
+
+
+def triage_open_item_for(*, finding: Finding) -> TriageItem | None:
+    quote = TriageQuote.objects.select_related("item").filter(finding=finding, closed_at__isnull=True).first()
+    return quote.item if quote is not None and quote.item.is_open else None
+
+
+def triage_reviewed_finding_ids(*, finding_ids: Iterable[int]) -> set[int]:
+    """Findings a person decided on: quoted by an item someone confirmed, dismissed or resolved (an item
+    the ledger resolved on its own, e.g. after an EHR update, was not reviewed)."""
+    quotes = list(TriageQuote.objects.filter(finding_id__in=list(finding_ids), item__status__in=DECIDED)
+                  .values_list("finding_id", "item_id", "item__status"))
+    resolved = [item for _, item, status in quotes if status == S.RESOLVED]
+    by_person = set(TriageEvent.objects.filter(item_id__in=resolved, action="resolve", actor__isnull=False).values_list("item_id", flat=True))
+    return {finding for finding, item, status in quotes if status != S.RESOLVED or item in by_person}
+
+
+def writebacks_withdraw(*, findings: Iterable[Finding], user: User | None = None, reason: str = "consent withdrawn") -> dict[str, int]:
+    """Write-backs that carry the words of these findings: one already in the EHR is retracted (a
+    Retraction, retried like the write); one not yet written is cancelled and never goes out."""
+    ids = [f.pk for f in findings]
+    counts = {"retractions": 0, "cancelled": 0}
+    candidates = WriteBack.objects.filter(Q(finding_id__in=ids) | Q(finding__isnull=True, item__finding_id__in=ids))
+    for wb in candidates.select_for_update().select_related("item"):
+        if wb.status == WriteBack.Status.DONE:
+            retraction_request(writeback=wb, user=user, reason=reason)
+            counts["retractions"] += 1
+        elif wb.status in (WriteBack.Status.PENDING, WriteBack.Status.RETRYING, WriteBack.Status.FAILED):
+            WriteBack.objects.filter(pk=wb.pk).update(status=WriteBack.Status.CANCELLED, last_error="")
+            TriageEvent.objects.create(item=wb.item, actor=user, action="writeback_cancelled", from_status=wb.item.status,
+                                       to_status=wb.item.status, note="the source was withdrawn before the write went out")
+            audit_record(action="triage.writeback_cancel", actor=user, patient_pk=wb.item.patient_id, object_type="finding",
+                         object_id=wb.item.finding_id, details={"reason": reason[:100]})
+            counts["cancelled"] += 1
+    return counts
+
+
+def retraction_request(*, writeback: WriteBack, user: User | None = None, reason: str = "consent withdrawn") -> Retraction:
+    """Queue the retraction of a written resource (idempotent: one retraction per write-back)."""
+    from .tasks import retraction_send_task
+
+    retraction, created = Retraction.objects.get_or_create(writeback=writeback, defaults={"requested_by": user, "reason": reason[:120]})
+    if created:
+        audit_record(action="triage.retraction_request", actor=user, patient_pk=writeback.item.patient_id, object_type="finding",
+                     object_id=writeback.item.finding_id, details={"resource_type": writeback.resource_type,
+                                                                   "resource_id": writeback.resource_id})
+        retraction_send_task.delay_on_commit(retraction.pk)
+    return retraction
+
+
+def _retract_by_update(*, base_url: str, bearer: str | None, current: dict[str, Any]) -> str:
+    version = str((current.get("meta") or {}).get("versionId") or "") if isinstance(current.get("meta"), dict) else ""
+    client.fhir_resource_update(base_url=base_url, bearer=bearer, resource=retracted_version(current), if_match=version)
+    return Retraction.Method.ENTERED_IN_ERROR
+
+
+def _retract_by_delete(*, base_url: str, bearer: str | None, current: dict[str, Any]) -> str:
+    client.fhir_resource_delete(base_url=base_url, bearer=bearer, resource_type=str(current["resourceType"]), resource_id=str(current["id"]))
+    return Retraction.Method.DELETED
+
+
+def retraction_send(*, retraction_id: int) -> Retraction:
+    """Take the written resource out of the EHR: read it, then mark it entered-in-error with the words
+    replaced (or delete it, when RETRACTION_PREFER_DELETE is set), falling back to the other way when the
+    EHR does not allow the first. Gone already counts as done. A RetryableError is recorded and re-raised."""
+    retraction = Retraction.objects.select_related("writeback__item__patient__registration").get(pk=retraction_id)
+    if retraction.status == Retraction.Status.DONE:
+        return retraction
+    wb = retraction.writeback
+    item = wb.item
+    base_url = wb.base_url or (item.patient.registration.iss if item.patient.registration else "")
+    Retraction.objects.filter(pk=retraction.pk).update(attempts=retraction.attempts + 1)
+    bearer = bearer_for_patient(item.patient)
+    ways = [_retract_by_update, _retract_by_delete]
+    if getattr(settings, "RETRACTION_PREFER_DELETE", False):
+        ways.reverse()
+    try:
+        try:
+            current = client.fhir_resource_read(base_url=base_url, bearer=bearer, resource_type=wb.resource_type, resource_id=wb.resource_id)
+        except client.ResourceGone:
+            method = Retraction.Method.ABSENT
+        else:
+            method = ""
+            last: PermanentError | None = None
+            for way in ways:
+                try:
+                    method = way(base_url=base_url, bearer=bearer, current=current)
+                    break
+                except client.ResourceGone:
+                    method = Retraction.Method.ABSENT
+                    break
+                except client.ResourceNotSupported as exc:
+                    last = exc
+            if not method:
+                raise last or PermanentError("the EHR allows neither an update nor a delete")
+    except RetryableError as exc:
+        Retraction.objects.filter(pk=retraction.pk).update(status=Retraction.Status.RETRYING, last_error=exc.message[:300])
+        raise
+    except PermanentError as exc:
+        retraction_give_up(retraction_id=retraction.pk, message=exc.message)
+        raise
+    Retraction.objects.filter(pk=retraction.pk).update(status=Retraction.Status.DONE, method=method, last_error="", retracted_at=timezone.now())
+    TriageEvent.objects.create(item=item, action="retracted", from_status=item.status, to_status=item.status,
+                               note=f"{wb.resource_type}/{wb.resource_id}: {Retraction.Method(method).label.lower()}"[:300])
+    audit_record(action="triage.retraction", patient_pk=item.patient_id, object_type="finding", object_id=item.finding_id,
+                 details={"resource_type": wb.resource_type, "resource_id": wb.resource_id[:64], "method": method})
+    retraction.refresh_from_db()
+    return retraction
+
+
+def retraction_give_up(*, retraction_id: int, message: str) -> None:
+    Retraction.objects.filter(pk=retraction_id).update(status=Retraction.Status.FAILED, last_error=message[:300])
+    retraction = Retraction.objects.select_related("writeback__item").get(pk=retraction_id)
+    audit_record(action="triage.retraction", outcome="error", patient_pk=retraction.writeback.item.patient_id, object_type="finding",
+                 object_id=retraction.writeback.item.finding_id, details={"error": message[:120]})
+
+
+def retraction_retry(*, retraction: Retraction, user: User) -> Retraction:
+    """Someone asks for another try after a visible failure (e.g. once the EHR granted the scope)."""
+    from .tasks import retraction_send_task
+
+    updated = Retraction.objects.filter(pk=retraction.pk, status=Retraction.Status.FAILED).update(status=Retraction.Status.PENDING)
+    if updated:
+        audit_record(action="triage.retraction_retry", actor=user, patient_pk=retraction.writeback.item.patient_id,
+                     object_type="finding", object_id=retraction.writeback.item.finding_id)
+        retraction_send_task.delay_on_commit(retraction.pk)
+    retraction.refresh_from_db()
+    return retraction
+
+
 # --- routing rules --------------------------------------------------------------------------
 
 
@@ -549,7 +745,7 @@ def writeback_send(*, writeback_id: int) -> WriteBack:
     """Write the confirmed finding: DetectedIssue first, then Task, then Communication when the
     server says a type is unsupported. A RetryableError is recorded and re-raised for the task."""
     wb = WriteBack.objects.select_related("item__finding__memory", "item__patient__registration", "reviewer").get(pk=writeback_id)
-    if wb.status == WriteBack.Status.DONE:
+    if wb.status in (WriteBack.Status.DONE, WriteBack.Status.CANCELLED):
         return wb
     item = wb.item
     base_url = wb.base_url or (item.patient.registration.iss if item.patient.registration else "")
@@ -565,10 +761,16 @@ def writeback_send(*, writeback_id: int) -> WriteBack:
             except client.ResourceNotSupported as exc:
                 last_unsupported = exc
                 continue
-            WriteBack.objects.filter(pk=wb.pk).update(
-                status=WriteBack.Status.DONE, resource_type=resource["resourceType"], resource_id=str(stored["id"])[:64],
-                last_error="", written_at=timezone.now(),
-            )
+            with transaction.atomic():
+                # Row lock: a consent withdrawal that cancelled this write while it was on its way
+                # finds it written here, and the withdrawal's retraction follows at once.
+                cancelled = WriteBack.objects.select_for_update().filter(pk=wb.pk, status=WriteBack.Status.CANCELLED).exists()
+                WriteBack.objects.filter(pk=wb.pk).update(
+                    status=WriteBack.Status.DONE, resource_type=resource["resourceType"], resource_id=str(stored["id"])[:64],
+                    last_error="", written_at=timezone.now(), finding=item.finding,
+                )
+                if cancelled:
+                    retraction_request(writeback=WriteBack.objects.select_related("item").get(pk=wb.pk), reason="written after its source was withdrawn")
             TriageEvent.objects.create(item=item, action="written_back", from_status=item.status, to_status=item.status,
                                        note=f"{resource['resourceType']}/{stored['id']}"[:300])
             audit_record(action="triage.writeback", patient_pk=item.patient_id, object_type="finding", object_id=item.finding_id,

@@ -1,4 +1,4 @@
-"""Triage tasks: the SLA sweep, clarification delivery and write-back (ids in, one service call)."""
+"""Triage tasks: the SLA sweep, clarification delivery, write-back and its retraction (ids in, one service call)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -53,4 +53,15 @@ def writeback_send_task(self, writeback_id: int) -> None:  # type: ignore[no-unt
         self,
         lambda: writeback_send(writeback_id=writeback_id),
         lambda message: writeback_give_up(writeback_id=writeback_id, message=message),
+    )
+
+
+@shared_task(bind=True, max_retries=MAX_RETRIES)
+def retraction_send_task(self, retraction_id: int) -> None:  # type: ignore[no-untyped-def]
+    from .services import retraction_give_up, retraction_send
+
+    _send_or_retry(
+        self,
+        lambda: retraction_send(retraction_id=retraction_id),
+        lambda message: retraction_give_up(retraction_id=retraction_id, message=message),
     )

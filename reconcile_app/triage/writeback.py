@@ -127,3 +127,22 @@ def communication_for(facts: WriteBackFacts) -> dict:
 
 # Tried in order: a server that rejects DetectedIssue as unsupported gets a Task, then a Communication.
 BUILDERS = (detected_issue_for, task_for, communication_for)
+
+
+RETRACTED_TEXT = "Retracted: the patient withdrew consent for the conversation this was drawn from."
+
+
+def retracted_version(resource: dict) -> dict:
+    """The written resource marked entered-in-error, with the patient's words taken out: what stays is
+    who wrote it, about whom, which record entries it pointed at, and why it was retracted."""
+    body = {k: v for k, v in resource.items() if k not in ("text", "meta")}
+    body["status"] = "entered-in-error"
+    kind = body.get("resourceType")
+    if kind == "DetectedIssue":
+        body.pop("evidence", None)
+        body["detail"] = RETRACTED_TEXT
+    elif kind == "Task":
+        body["description"] = RETRACTED_TEXT
+    elif kind == "Communication":
+        body["payload"] = [{"contentString": RETRACTED_TEXT}]
+    return body

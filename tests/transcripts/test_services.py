@@ -124,7 +124,7 @@ def test_a_file_naming_another_patient_is_refused_for_the_chosen_patient(patient
     assert "names Patient/someone-else" in upload.errors[0]
 
 
-def test_withdrawing_a_session_removes_its_memories_findings_and_text_but_keeps_raw_and_audit(patient, admin_user, fake_engines):
+def test_withdrawing_a_session_revokes_its_memories_findings_and_text_but_keeps_raw_and_audit(patient, admin_user, fake_engines):
     upload = _import(transcript_bytes(sessions=2, texts={"s01": "I skipped my pill", "s02": "I skipped my pill again"}))
     pipeline_patient_drain(patient_id=patient.pk)
     s01 = Session.objects.get(external_id="s01")
@@ -133,15 +133,21 @@ def test_withdrawing_a_session_removes_its_memories_findings_and_text_but_keeps_
 
     assert TriageItem.objects.filter(finding__session=s01).count() == 1  # the gap was routed to the queue
     session_withdraw(session_id=s01.pk, user=admin_user, reason="patient asked")
-    assert not TriageItem.objects.filter(patient_id=patient.pk, finding__session__external_id="s01").exists()
-    assert TriageItem.objects.filter(finding__session__external_id="s02").count() == 1
+    # Nothing is deleted in place: the rows stay, revoked, without the patient's words; the item leaves the queue.
+    item = TriageItem.objects.get(patient_id=patient.pk, finding__session__external_id="s01")
+    assert item.status == "withdrawn" and item.summary == "" and not item.is_open
+    assert TriageItem.objects.filter(finding__session__external_id="s02", status="new").count() == 1
     s01.refresh_from_db()
     assert s01.withdrawn_at is not None and s01.pipeline_status == Session.Pipeline.WITHDRAWN
-    assert not Memory.objects.filter(session=s01).exists() and not Finding.objects.filter(session=s01).exists()
+    memory = Memory.objects.get(session=s01)
+    assert (memory.status, memory.content, memory.quote, memory.attributes, memory.turn_id) == ("revoked", "", "", {}, None)
+    assert memory.events.get(action="revoke").actor == admin_user
+    assert list(Finding.objects.filter(session=s01).values_list("status", "explanation")) == [("revoked", "")]
     assert not Turn.objects.filter(session=s01).exists()
-    assert Memory.objects.filter(session__external_id="s02").count() == 1  # the other session is untouched
+    assert Memory.objects.filter(session__external_id="s02", status="current").count() == 1  # the other session is untouched
     assert bytes(Upload.objects.get(pk=upload.pk).raw) == transcript_bytes(sessions=2, texts={"s01": "I skipped my pill", "s02": "I skipped my pill again"})
-    assert AuditEvent.objects.filter(action="transcript.withdraw", object_type="session", object_id=str(s01.pk)).exists()
+    assert AuditEvent.objects.get(action="transcript.withdraw", object_type="session", object_id=str(s01.pk)).details["memories_removed"] == 1
+    assert AuditEvent.objects.get(action="ledger.revoke", object_id=str(s01.pk)).details["findings_revoked"] == 1
     resent = _import(transcript_bytes(sessions=2, texts={"s01": "I skipped my pill", "s02": "I skipped my pill again"}))
     assert resent.summary["withdrawn"] == ["s01"] and not Turn.objects.filter(session=s01).exists()
 
@@ -152,7 +158,8 @@ def test_withdrawing_an_upload_seals_it_and_withdraws_all_its_sessions(patient, 
     upload_withdraw(upload_id=upload.pk, user=admin_user)
     upload.refresh_from_db()
     assert upload.sealed_at is not None and upload.status == Upload.Status.WITHDRAWN and bytes(upload.raw)
-    assert Memory.objects.count() == 0 and Finding.objects.count() == 0
+    assert set(Memory.objects.values_list("status", flat=True)) == {"revoked"} and not Memory.objects.exclude(content="").exists()
+    assert set(Finding.objects.values_list("status", flat=True)) == {"revoked"}
     assert set(Session.objects.values_list("pipeline_status", flat=True)) == {"withdrawn"}
     assert upload_import(upload_id=upload.pk).status == Upload.Status.WITHDRAWN  # sealed: never processed again
 

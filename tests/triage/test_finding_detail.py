@@ -32,7 +32,7 @@ def test_memory_and_record_side_by_side_with_safety_context(nurse_client):
 def test_memory_history_and_earlier_findings_on_the_same_resource(nurse_client):
     patient = patient_create()
     first_session = session_create(patient=patient)
-    earlier_memory = memory_create(session=first_session, content="Taking lisinopril every morning", status="superseded")
+    earlier_memory = memory_create(session=first_session, content="Taking lisinopril every morning", status="outdated")
     earlier = item_create(patient=patient, session=first_session, memory=earlier_memory)
     session = session_create(patient=patient)
     memory = memory_create(session=session)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 def test_current_memories_by_category_with_history_folded(nurse_client):
     patient = patient_create()
     session = session_create(patient=patient)
-    memory_create(session=session, content="Took lisinopril daily", status="superseded")
+    memory_create(session=session, content="Took lisinopril daily", status="outdated")
     memory_create(session=session, content="Stopped lisinopril", status="current")
     memory_create(session=session, content="Walks 30 minutes", category="lifestyle", chain_key="")
     memory_create(session=session, content="Withdrawn thing", category="lifestyle", chain_key="", status="revoked")

@@ -99,7 +99,9 @@ def test_withdrawing_one_session_keeps_the_item_with_its_other_quotes(admin_user
     item.refresh_from_db()
     assert (item.finding_id, item.quote_count, item.severity, item.safety_critical) == (second.pk, 1, "low", False)
     session_withdraw(session_id=second.session_id, user=admin_user)
-    assert not TriageItem.objects.filter(pk=item.pk).exists()
+    item.refresh_from_db()  # kept, closed as withdrawn: nothing deleted in place
+    assert (item.status, item.summary) == ("withdrawn", "")
+    assert set(TriageQuote.objects.filter(item=item).values_list("closed_reason", flat=True)) == {"withdrawn"}
 
 
 def test_the_finding_page_lists_every_quote_newest_first_and_any_quote_opens_the_item(nurse_client):
