@@ -17,6 +17,9 @@ urlpatterns = [
     path("cds-services", include("reconcile_app.triage.cds_urls")),
     # The coaching platforms' token API: transcripts in, the context pack out (one `api` namespace).
     path("api/", include((transcripts_api_urls.urlpatterns + context_urls.urlpatterns, "api"))),
+    # A patient's correction through the platform API (token-authenticated, its own namespace).
+    path("api/", include(("reconcile_app.ledger.api_urls", "ledger_api"))),
+    path("ledger/", include("reconcile_app.ledger.urls")),
     path("django-admin/", admin.site.urls),
 ]
 if settings.SMART_SANDBOX_ENABLED:
