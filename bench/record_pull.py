@@ -2,7 +2,7 @@
 
 Run from the repository root (Node.js and `npm ci` in tests/fhir_server needed):
 
-    python bench/record_pull.py [--runs 3] [--page-sizes 50,100,1000]
+    python bench/record_pull.py [--runs 3] [--page-sizes default,100,1000] [--json OUT]
 
 It starts tests/fhir_server/server.mjs on a free port, migrates a throw-away SQLite database, and times
 `record_pull` (every page over HTTP with the bearer, same-host checks, snapshot hashing and storage).
@@ -28,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--page-sizes", default="50,100,1000")
+    parser.add_argument("--page-sizes", default="default,100,1000",
+                        help="_count values to time; 'default' leaves FHIR_PAGE_SIZE and FHIR_PULL_CONCURRENCY as configured")
+    parser.add_argument("--json", default="", help="also write the figures to this file")
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="bench-pull-")
@@ -73,7 +75,10 @@ def main() -> None:
         print(f"server {base}  patient {LARGE_PATIENT_ID}  runs {args.runs}")
         print(f"{'_count':>7} {'pages':>6} {'resources':>10} {'wall s (median)':>16} {'min':>7} {'max':>7} "
               f"{'HTTP s (median)':>16} {'heap peak MiB':>14}")
-        for size in [int(s) for s in args.page_sizes.split(",")]:
+        configured = settings.FHIR_PAGE_SIZE
+        figures = []
+        for label in args.page_sizes.split(","):
+            size = configured if label == "default" else int(label)
             settings.FHIR_PAGE_SIZE = size
             record_pull(patient=patient, launch=launch)  # warm-up: connections, first snapshot store
             times, waits = [], []
@@ -92,8 +97,18 @@ def main() -> None:
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
             print(f"{size:>7} {pull.pages:>6} {pull.resources:>10} {statistics.median(times):>16.2f} "
-                  f"{min(times):>7.2f} {max(times):>7.2f} {statistics.median(waits):>16.2f} {peak:>14.1f}")
-        print(f"process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+                  f"{min(times):>7.2f} {max(times):>7.2f} {statistics.median(waits):>16.2f} {peak:>14.1f}"
+                  f"{'  (default settings, concurrency %d)' % settings.FHIR_PULL_CONCURRENCY if label == 'default' else ''}")
+            figures.append({"label": label, "count": size, "pages": pull.pages, "resources": pull.resources,
+                            "wall_s_median": round(statistics.median(times), 3), "wall_s_all": [round(t, 3) for t in times],
+                            "http_s_median": round(statistics.median(waits), 3), "heap_peak_mib": round(peak, 1),
+                            "concurrency": settings.FHIR_PULL_CONCURRENCY})
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"process max RSS {rss:.0f} MiB")
+        if args.json:
+            import json
+
+            Path(args.json).write_text(json.dumps({"runs": args.runs, "pulls": figures, "max_rss_mib": round(rss)}, indent=2) + "\n")
     finally:
         medplum_stop(proc)
 

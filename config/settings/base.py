@@ -238,7 +238,9 @@ SMART_SANDBOX_ENABLED = env_bool("SMART_SANDBOX_ENABLED", False)
 SANDBOX_APP_LAUNCH_URL = env_str("SANDBOX_APP_LAUNCH_URL", "")
 SMART_HTTP_TIMEOUT_SECONDS = env_int("SMART_HTTP_TIMEOUT_SECONDS", 15)
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
-FHIR_PAGE_SIZE = env_int("FHIR_PAGE_SIZE", 100)  # _count per search page; 500-1000 where the EHR allows
+FHIR_PAGE_SIZE = env_int("FHIR_PAGE_SIZE", 1000)  # _count asked per search page; the EHR may give fewer (its maximum)
+FHIR_PULL_CONCURRENCY = env_int("FHIR_PULL_CONCURRENCY", 4)  # searches of one pull in flight at once
+FHIR_PAGE_RETRIES = env_int("FHIR_PAGE_RETRIES", 2)  # extra attempts at a page answered 5xx/429 or timed out
 # A clinician's access ends with the launch: at the latest this long after it began.
 SMART_LAUNCH_MAX_SECONDS = env_int("SMART_LAUNCH_MAX_SECONDS", 8 * 3600)
 SMART_PENDING_LAUNCH_SECONDS = env_int("SMART_PENDING_LAUNCH_SECONDS", 900)

@@ -4,7 +4,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -18,7 +21,7 @@ from django.utils import timezone
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.exceptions import PermanentError, ReconcileError
 from reconcile_app.smart import client as smart_client
-from reconcile_app.smart.exceptions import EhrProtocolError, ForeignHostLink
+from reconcile_app.smart.exceptions import EhrProtocolError, EhrUnavailable, ForeignHostLink, TokenRejected
 from reconcile_app.smart.models import SmartLaunch
 from reconcile_app.smart.services import FhirAccess, fhir_access_for
 
@@ -132,7 +135,18 @@ TOLERATED_EXTRA_TYPES = {"Medication", "Practitioner", "Organization", "Location
 
 
 def page_size() -> int:
-    return int(getattr(settings, "FHIR_PAGE_SIZE", 100))
+    """What a search asks for; the EHR may give fewer per page (its own maximum) and the pull follows `next`."""
+    return int(getattr(settings, "FHIR_PAGE_SIZE", 1000))
+
+
+def pull_concurrency() -> int:
+    """Searches in flight at once against one EHR (resource types are fetched side by side)."""
+    return max(1, int(getattr(settings, "FHIR_PULL_CONCURRENCY", 4)))
+
+
+def page_retries() -> int:
+    """Extra attempts at one page the EHR answered 5xx/429 or not at all, before the pull fails (retryable)."""
+    return max(0, int(getattr(settings, "FHIR_PAGE_RETRIES", 2)))
 
 
 @dataclass
@@ -155,7 +169,20 @@ def _next_link(bundle: dict) -> str | None:
     return None
 
 
-def _search_all(*, access: FhirAccess, url: str, fetch: RecordFetch) -> list[dict]:
+def _get_page(get: Callable[[str], dict], url: str) -> dict:
+    """One page, tried again after a short pause when the EHR answers 5xx/429 or times out: a blip in a long
+    pull costs a second, not the pull. Still down after the retries: EhrUnavailable (the pull is retryable)."""
+    for attempt in range(page_retries() + 1):
+        try:
+            return get(url)
+        except EhrUnavailable:
+            if attempt == page_retries():
+                raise
+            time.sleep(0.25 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _search_all(*, access: FhirAccess, url: str, fetch: RecordFetch, get: Callable[[str], dict] | None = None) -> list[dict]:
     """Every page of a search, following `next` on the EHR's own host only (the token goes with each page)."""
     found: list[dict] = []
     seen: set[str] = set()
@@ -166,7 +193,7 @@ def _search_all(*, access: FhirAccess, url: str, fetch: RecordFetch) -> list[dic
         if url in seen or fetch.pages >= smart_client.MAX_PAGES:
             raise EhrProtocolError("The EHR's paging links loop.")
         seen.add(url)
-        bundle = access.get(url)
+        bundle = _get_page(get or access.get, url)
         fetch.pages += 1
         if bundle.get("resourceType") != "Bundle":
             raise EhrProtocolError("The EHR answered a search with something other than a Bundle.")
@@ -188,15 +215,17 @@ def record_fetch(*, access: FhirAccess, patient_fhir_id: str) -> RecordFetch:
     """The patient's record as raw resources: off-spec or unexpected ones are kept, with a warning."""
     fetch = RecordFetch()
     base = access.base.rstrip("/")
-    patient = access.get(f"{base}/Patient/{quote(patient_fhir_id, safe='')}")
+    patient = _get_page(access.get, f"{base}/Patient/{quote(patient_fhir_id, safe='')}")
     fetch.pages += 1
     if patient.get("resourceType") != "Patient" or str(patient.get("id")) != patient_fhir_id:
         raise EhrProtocolError("The EHR returned a different resource for the patient.")
     fetch.resources.append(patient)
     seen: set[tuple[str, str]] = {("Patient", patient_fhir_id)}
-    for rtype, params in PULL_SEARCHES:
-        query = urlencode({"patient": patient_fhir_id, **params, "_count": page_size()})
-        for resource in _search_all(access=access, url=f"{base}/{rtype}?{query}", fetch=fetch):
+    urls = [f"{base}/{rtype}?{urlencode({'patient': patient_fhir_id, **params, '_count': page_size()})}" for rtype, params in PULL_SEARCHES]
+    for found, part in _searches_concurrently(access=access, urls=urls):
+        fetch.pages += part.pages
+        fetch.warnings += part.warnings
+        for resource in found:
             key = (str(resource["resourceType"]), str(resource.get("id") or ""))
             if key[1] and key in seen:
                 continue  # the same resource on two pages, or in two category searches
@@ -207,6 +236,37 @@ def record_fetch(*, access: FhirAccess, patient_fhir_id: str) -> RecordFetch:
                 _warn(fetch, resource, "unexpected resource type kept raw")
             fetch.resources.append(resource)
     return fetch
+
+
+def _searches_concurrently(*, access: FhirAccess, urls: list[str]) -> list[tuple[list[dict], RecordFetch]]:
+    """The searches side by side (at most pull_concurrency() at once), results in the order asked.
+
+    Worker threads only talk HTTP, each on one keep-alive session: they never touch the database, so a
+    401 is not renewed there. A search refused with 401 is run again here, on the calling thread, through
+    FhirAccess.get, which renews the token once (under its row lock) and retries."""
+    token = access.token
+
+    def search(url: str) -> tuple[list[dict], RecordFetch]:
+        session = smart_client.http_session(bearer=token)
+        part = RecordFetch()
+        try:
+            return _search_all(access=access, url=url, fetch=part, get=lambda u: smart_client.fhir_get(session=session, url=u)), part
+        finally:
+            session.close()
+
+    results: list[tuple[list[dict], RecordFetch] | None] = [None] * len(urls)
+    refused: list[int] = []
+    with ThreadPoolExecutor(max_workers=min(pull_concurrency(), len(urls)), thread_name_prefix="record-pull") as pool:
+        futures = [pool.submit(search, url) for url in urls]
+        for index, future in enumerate(futures):
+            try:
+                results[index] = future.result()
+            except TokenRejected:
+                refused.append(index)
+    for index in refused:
+        part = RecordFetch()
+        results[index] = (_search_all(access=access, url=urls[index], fetch=part), part)
+    return [r for r in results if r is not None]
 
 
 def _pull_failed(pull: RecordPull, exc: Exception, *, retryable: bool, message: str) -> RecordPull:

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 import requests
 import responses
+from django.conf import settings
 from django.utils import timezone
 
 from reconcile_app.audit.models import AuditEvent
@@ -59,8 +60,9 @@ def mock_ehr(rsps: responses.RequestsMock, *, searches: dict[str, list[dict]] | 
     for rtype, pages in (searches or {}).items():
         for page in pages:
             rsps.get(re.compile(re.escape(f"{BASE}/{rtype}?") + ".*"), json=page)
-    if broken:
-        rsps.get(re.compile(re.escape(f"{BASE}/{broken}?") + ".*"), status=503, body="down")
+    if broken:  # down for the page's first attempt and every retry
+        for _ in range(1 + settings.FHIR_PAGE_RETRIES):
+            rsps.get(re.compile(re.escape(f"{BASE}/{broken}?") + ".*"), status=503, body="down")
     rsps.get(SEARCH, json=bundle([]))
 
 

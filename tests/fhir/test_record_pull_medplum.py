@@ -89,15 +89,29 @@ def test_a_next_link_to_another_host_is_refused(medplum, launch_and_patient) -> 
     assert "another host" in pull.error
 
 
-def test_a_server_error_keeps_the_previous_snapshot(medplum, launch_and_patient) -> None:  # type: ignore[no-untyped-def]
+def test_a_server_error_keeps_the_previous_snapshot(medplum, launch_and_patient, settings) -> None:  # type: ignore[no-untyped-def]
     base, _ = medplum
     launch, patient = launch_and_patient
     good = record_pull(patient=patient, launch=launch)
     assert good.status == RecordPull.Status.OK
-    _control(base, fail_status=500, fail_match="Observation", fail_times=1)
+    # Still failing after the page's retries: the pull fails, retryable, and the last good snapshot stays.
+    _control(base, fail_status=500, fail_match="Observation", fail_times=1 + settings.FHIR_PAGE_RETRIES)
     bad = record_pull(patient=patient, launch=launch)
     assert bad.status == RecordPull.Status.FAILED and bad.retryable
     assert snapshot_latest(patient=patient).pk == good.snapshot.pk
+
+
+def test_a_500_mid_pull_is_retried_and_nothing_is_lost_or_doubled(medplum, launch_and_patient, settings) -> None:  # type: ignore[no-untyped-def]
+    base, _ = medplum
+    launch, patient = launch_and_patient
+    settings.FHIR_PAGE_SIZE = 100  # many pages, so the failure lands in the middle of the Observation pages
+    good = record_pull(patient=patient, launch=launch)
+    _control(base, fail_status=500, fail_match="_offset=", fail_times=settings.FHIR_PAGE_RETRIES)
+    again = record_pull(patient=patient, launch=launch)
+    assert again.status == RecordPull.Status.OK, again.error
+    assert again.resources == good.resources and again.snapshot_id == good.snapshot_id  # same content: same version
+    resources = again.snapshot.resources
+    assert len({(r["resourceType"], r["id"]) for r in resources}) == len(resources)
 
 
 def test_a_slow_server_times_out_and_keeps_the_snapshot(medplum, launch_and_patient, settings) -> None:  # type: ignore[no-untyped-def]
