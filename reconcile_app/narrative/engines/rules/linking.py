@@ -1,0 +1,301 @@
+"""Reference across sentences and turns: a drug named by class or pronoun, answers to the coach, reasons and effects."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reconcile_app.fhir.clinical import ClinicalRecord
+from reconcile_app.narrative.types import Assertion, MemoryCategory, Subject
+from reconcile_app.terminology.lexicon import Lexicon, _record_names
+from reconcile_app.terminology.vocabulary import load_vocabulary
+
+from .. import context as ctx
+from ..cues import cue_pattern, cue_rules
+from .care import _care_action
+from .medication import _ANTIHISTAMINE, _nearest_action
+from .sentences import _event_time, _sentence_time
+from .state import CLINICAL, Mention, TurnState, _patient_neighbours
+
+
+_CAUSAL = cue_pattern("causal")
+_BACKREF_Q = cue_pattern("backref_q")
+
+
+def _compatible(unresolved_class: str, entry_class: str) -> bool:
+    """A drug of entry_class can be what a mention of unresolved_class ("my blood pressure pill") refers to."""
+    if not unresolved_class or unresolved_class == entry_class:
+        return True
+    vocab = load_vocabulary()
+    family, member = vocab.class_named(unresolved_class), vocab.class_named(entry_class)
+    return family is not None and member is not None and vocab.is_a(member.id, family.id)
+
+
+def _record_class_drugs(record: ClinicalRecord | None, lex: Lexicon, lay_class: str) -> list[tuple[str, Any]]:
+    if record is None or not lay_class:
+        return []
+    out = []
+    try:
+        meds = record.active_medications
+    except Exception:
+        return []
+    for med in meds:
+        names = _record_names(med.display or "", "drug", lex)
+        canonical = names[0][1] if names else _head(med.display)
+        cls = lex.class_of(canonical)
+        if _compatible(lay_class, cls) and cls:
+            out.append((canonical, med))
+    return out
+
+
+def _head(display: str) -> str:
+    words = re.findall(r"[a-z]+", display.lower())
+    return words[0] if words else ""
+
+
+def _burst_links(states: list[TurnState]) -> None:
+    """Consecutive patient messages are one utterance split by the send button: a message with nothing
+    clinical of its own ("ugh", "anyway the doc said to call") joins the clinical memories of its neighbour."""
+    bursts: list[list[TurnState]] = []
+    for state in states:
+        if state.turn.speaker == "patient" and bursts and bursts[-1][-1].turn.speaker == "patient" \
+                and states.index(bursts[-1][-1]) == states.index(state) - 1:
+            bursts[-1].append(state)
+        elif state.turn.speaker == "patient":
+            bursts.append([state])
+    for burst in bursts:
+        if len(burst) < 2:
+            continue
+        for k, state in enumerate(burst):
+            if any(m.category != MemoryCategory.LIFESTYLE for m in state.mentions):
+                continue
+            for other in [burst[j] for j in range(k - 1, -1, -1)] + burst[k + 1 :]:
+                targets = [m for m in other.mentions if m.category in CLINICAL | {"care_activity"}
+                           and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+                if targets:
+                    for m in targets:
+                        if state.turn.id not in m.turn_ids:
+                            m.turn_ids.append(state.turn.id)
+                    break
+
+
+def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnState], i: int,
+                        coach_before: TurnState | None, record: ClinicalRecord | None, lex: Lexicon) -> None:
+    cls = mention.attributes.get("drug_class", "")
+    # 1. a named drug earlier in this turn, then in the neighbouring patient turns: a pronoun ("stopped it")
+    #    looks back first, a noun ("my pen") looks at the answer that follows first.
+    same_turn = [m for m in state.mentions if m.start < mention.start]
+    neighbours = (_patient_neighbours(states, i, 2, 0) + _patient_neighbours(states, i, 0, 2)
+                  if mention.attributes.get("anaphora") else _patient_neighbours(states, i, 2, 2))
+    pools: list[tuple[TurnState, list[Mention]]] = [(state, same_turn)] + [(s, s.mentions) for s in neighbours]
+    for other_state, mentions in pools:
+        for other in mentions:
+            if other is mention or other.category != MemoryCategory.MEDICATION or other.unresolved:
+                continue
+            if other.subject != Subject.PATIENT or not _compatible(cls, other.attributes.get("drug_class", "")):
+                continue
+            if mention.attributes.get("anaphora") and other.attributes.get("drug") in _ANTIHISTAMINE:
+                continue
+            _merge(mention, other, other_state)
+            return
+    # 2. the coach's question named it ("Are you still taking your metformin?")
+    if coach_before is not None:
+        for sent in coach_before.sentences:
+            for hit in getattr(sent, "hits", []):
+                if hit.best.kind == "drug" and _compatible(cls, hit.best.drug_class or lex.class_of(hit.best.canonical)):
+                    mention.attributes["drug"] = hit.best.canonical
+                    mention.attributes.setdefault("drug_class", hit.best.drug_class)
+                    mention.name = hit.best.canonical
+                    mention.unresolved = False
+                    mention.turn_ids.append(coach_before.turn.id)
+                    return
+    # 3. the record holds exactly one active drug of that class
+    candidates = _record_class_drugs(record, lex, cls)
+    if len({c for c, _ in candidates}) == 1:
+        canonical, med = candidates[0]
+        mention.attributes["drug"] = canonical
+        mention.attributes["display"] = med.display
+        if med.primary_coding:
+            mention.attributes["rxnorm_hint"] = med.primary_coding.code
+        mention.attributes["record_ref"] = f"{med.resource_type}/{med.id}"
+        mention.name = canonical
+        mention.unresolved = False
+        mention.confidence = min(mention.confidence, 0.6)
+
+
+def _merge(unresolved: Mention, named: Mention, named_state: TurnState) -> None:
+    """The unresolved action takes the drug; the named mention takes the action if it had none."""
+    for key in ("drug", "drug_class", "display", "rxnorm_hint", "record_ref"):
+        if named.attributes.get(key):
+            unresolved.attributes[key] = named.attributes[key]
+    unresolved.name = named.name
+    unresolved.unresolved = False
+    unresolved.confidence = max(unresolved.confidence, 0.6)
+    if named.turn.id not in unresolved.turn_ids:
+        unresolved.turn_ids.append(named.turn.id)
+    if named.attributes.get("action") in (None, "taking") and unresolved.attributes.get("action") not in (None, "taking"):
+        # "it's the water pill. so I quit it": the named mention carries the action stated about it
+        named.attributes["action"] = unresolved.attributes["action"]
+        if unresolved.attributes.get("dose_change"):
+            named.attributes["dose_change"] = unresolved.attributes["dose_change"]
+        if named.event_time is None:
+            named.event_time = unresolved.event_time
+    if unresolved.turn.id not in named.turn_ids:
+        named.turn_ids.append(unresolved.turn.id)
+    if named.turn.id == unresolved.turn.id:
+        unresolved.state = "duplicate"  # same turn: the named mention already carries it
+
+
+_Q_ACTION = [(re.compile(r["pattern"]), r["action"]) for r in cue_rules("q_action")]
+
+
+def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
+    """A short answer naming a drug takes the action from the question or the previous patient turn."""
+    meds = [m for m in state.mentions if m.category == MemoryCategory.MEDICATION and not m.unresolved]
+    if not meds or coach_before is None:
+        return
+    if len(state.low.split()) > 25:
+        return
+    qlow = coach_before.low
+    for m in meds:
+        if m.attributes.get("action") not in ("taking", None):
+            continue
+        for rx, action in _Q_ACTION:
+            if rx.search(qlow) and re.search(r"\b(which|what|the one|that one)\b", qlow):
+                m.attributes["action"] = action
+                m.turn_ids.append(coach_before.turn.id)
+                break
+
+
+_BARE_ACTION = cue_pattern("bare_action")
+
+
+def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None, lex: Lexicon) -> None:
+    """"Are you still using the CPAP?" - "only a couple hours a night": the answer is about the question's subject."""
+    if coach_before is None or "?" not in coach_before.low:
+        return
+    if any(m.category in (MemoryCategory.MEDICATION, MemoryCategory.CARE_ACTIVITY) for m in state.mentions):
+        return
+    entities = [h for sent in coach_before.sentences for h in getattr(sent, "hits", [])
+                if h.best.kind in ("drug", "care") or (h.best.kind == "drug_class" and h.best.canonical)]
+    if len(entities) != 1 or not state.sentences:
+        return
+    sent = state.sentences[0]
+    m = _BARE_ACTION.search(sent.low)
+    if m is None and not re.search(r"\b(it|them|that one|those|the one|yes|yeah|ya|yep|no|nope)\b", sent.low):
+        return
+    entry = entities[0].best
+    words = [t for t, _, _ in sent.tokens]
+    triggers = ctx.find_assertion_triggers(words)
+    res = ctx.assess(words, 0, 1, triggers=triggers, people=ctx.find_people(words))
+    if res.subject != Subject.PATIENT:
+        return
+    if entry.kind == "care":
+        action = _care_action(sent.low)
+        if res.negation_at >= 0 or re.search(r"\b(only|barely|hardly|rarely|not much|keep pulling)\b", sent.low):
+            action = action or "partial"
+        attrs: dict[str, Any] = {"name": entry.canonical, "detail": entities[0].term, "from_question": coach_before.turn.id}
+        if action:
+            attrs["action"] = action
+        category = MemoryCategory.CARE_ACTIVITY
+    else:
+        found = _nearest_action(sent.low, "")
+        action = found[0] if found else "taking"
+        if res.negation_at >= 0 and action in ("taking", "took_once", None):
+            action = "stopped"
+        attrs = {"drug": entry.canonical if entry.kind == "drug" else "", "drug_class": entry.drug_class or
+                 (entry.canonical if entry.kind == "drug_class" else lex.class_of(entry.canonical)),
+                 "action": action or "taking", "from_question": coach_before.turn.id}
+        if found and found[1]:
+            attrs["dose_change"] = found[1]
+        category = MemoryCategory.MEDICATION
+    assertion = Assertion.HYPOTHETICAL if res.assertion == Assertion.HYPOTHETICAL else Assertion.AFFIRMED
+    mention = Mention(category, state.turn, sent, sent.start, sent.end, attrs, Subject.PATIENT, "", assertion,
+                      confidence=0.45, turn_ids=[state.turn.id, coach_before.turn.id],
+                      name=attrs.get("drug") or attrs.get("name") or attrs.get("drug_class", ""))
+    mention.event_time = _event_time(state, sent)
+    state.mentions.append(mention)
+
+
+def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
+    """Symptoms reported right before a change ("so I cut it in half") or right after it, in answer to the
+    coach's follow-up, stay linked to the change as its reason or its effects."""
+    changes = [m for m in state.mentions if m.category in (MemoryCategory.MEDICATION, MemoryCategory.CARE_ACTIVITY)
+               and m.attributes.get("action") in ("stopped", "changed_dose", "skipped", "started", "resumed")
+               and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+    if not changes:
+        return
+    prev = _patient_neighbours(states, i, 1, 0)
+    if prev and states[i - 1] is not prev[0] and (coach_before is not None and "?" in coach_before.low):
+        before = prev[0]
+        causal = _CAUSAL.search(state.low) or _BACKREF_Q.search(coach_before.low)
+        symptoms = [m for m in before.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.CONDITION)
+                    and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+        silent = not any(m.category in CLINICAL for m in before.mentions)
+        if (symptoms or silent) and causal:
+            for change in changes:
+                if symptoms:
+                    change.attributes.setdefault("reason", ", ".join(sorted({s.name for s in symptoms})))
+                if before.turn.id not in change.turn_ids:
+                    change.turn_ids.append(before.turn.id)
+            for s in symptoms:
+                if state.turn.id not in s.turn_ids:
+                    s.turn_ids.append(state.turn.id)
+    nxt = _patient_neighbours(states, i, 0, 1)
+    if nxt:
+        after = nxt[0]
+        j = states.index(after)
+        question = states[j - 1] if j - 1 > i and states[j - 1].turn.speaker != "patient" else None
+        follow_on = j == i + 1  # the patient's next message straight after, no coach turn between
+        if not follow_on and (question is None or "?" not in question.low):
+            return
+        effects = [m for m in after.mentions if m.category in (MemoryCategory.SYMPTOM, MemoryCategory.MEASUREMENT)
+                   and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED]
+        if not effects or any(m.category == MemoryCategory.MEDICATION for m in after.mentions):
+            return
+        for change in changes:
+            change.attributes.setdefault("effects", ", ".join(sorted({e.name for e in effects})))
+            if after.turn.id not in change.turn_ids:
+                change.turn_ids.append(after.turn.id)
+        for e in effects:
+            if state.turn.id not in e.turn_ids:
+                e.turn_ids.append(state.turn.id)
+
+
+_FOLLOW_UP_Q = cue_pattern("follow_up_q")
+_ANSWER = cue_pattern("answer")
+
+
+def _continuations(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
+    """An answer to a follow-up question ("has that happened before?", "does your doctor know?") belongs to the
+    previous patient turn's clinical memories: it joins their turns, and lends them its time if they had none."""
+    if coach_before is None:
+        return
+    follow_up = _FOLLOW_UP_Q.search(coach_before.low) or (
+        "?" in coach_before.low and re.search(r"\b(that|it|this|those|they|them)\b", coach_before.low))
+    if not follow_up and "?" not in coach_before.low:
+        return
+    prev = _patient_neighbours(states, i, 1, 0)
+    if not prev:
+        return
+    before = prev[0]
+    own_clinical = [m for m in state.mentions if m.category in CLINICAL]
+    earlier = [m for m in before.mentions if m.category in CLINICAL and m.subject == Subject.PATIENT
+               and m.assertion == Assertion.AFFIRMED]
+    if own_clinical and not earlier:
+        # the previous turn set up what this one explains ("had to stop twice" -> "chest got tight")
+        if not any(m.category != MemoryCategory.LIFESTYLE for m in before.mentions) and len(before.low.split()) <= 40:
+            for m in own_clinical:
+                if m.subject == Subject.PATIENT and before.turn.id not in m.turn_ids:
+                    m.turn_ids.append(before.turn.id)
+        return
+    if own_clinical or not earlier or not follow_up:
+        return
+    when = next((t for s in state.sentences if (t := _sentence_time(state, s))), None)
+    if when is None and not _ANSWER.search(state.low) and len(state.low.split()) > 20:
+        return
+    for m in earlier:
+        if state.turn.id not in m.turn_ids:
+            m.turn_ids.append(state.turn.id)
+        if m.event_time is None and when is not None:
+            m.event_time = when
+            m.attributes.setdefault("time_from_turn", state.turn.id)

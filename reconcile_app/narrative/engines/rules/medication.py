@@ -1,0 +1,227 @@
+"""Medication mentions: the action taken on a drug, its dose, frequency and source, generic and unlisted medicines."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reconcile_app.narrative.types import Assertion, MemoryCategory, Subject, TurnInput
+from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon
+
+from .. import context as ctx
+from ..clauses import Sentence
+from ..cues import cue_pattern, cue_rules, cue_words
+from .sentences import _clause_around, _event_time
+from .state import Mention, SentenceScope, TurnState
+
+
+# ---- medication actions ------------------------------------------------------------------------
+
+_ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in cue_rules("action_rx")]
+_INTAKE = cue_words("intake")
+_FREQUENCY = cue_pattern("frequency")
+_DOSE = cue_pattern("dose")
+_OTC = cue_pattern("otc")
+_SOMEONE_ELSE = cue_pattern("someone_else")
+_OUTSIDE = cue_pattern("outside")
+_OTC_DRUGS = cue_words("otc_drugs")
+
+_GENERIC_MED = cue_pattern("generic_med")
+_PRONOUN_MED = cue_pattern("pronoun_med")
+_HANDED_TO_ME = cue_pattern("handed_to_me")
+_ANTIHISTAMINE = cue_words("antihistamine")
+_PRESCRIBED = cue_pattern("prescribed")
+_GENERIC_WORDS = cue_words("generic_words")
+
+
+def _s_generic_medications(s: SentenceScope) -> None:
+    """A medicine named by its form or a pronoun ("my pen", "stopped it"), resolved later from the conversation."""
+    s.out.extend(_generic_medications(s.state, s.sent, s.words, s.hits, s.triggers, s.people, s.lex, s.out))
+
+
+def _s_prescribed_unlisted(s: SentenceScope) -> None:
+    """A drug started by name that the terminology does not know."""
+    state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
+    if not any(x.category == MemoryCategory.MEDICATION and not x.unresolved for x in out):
+        for m in _PRESCRIBED.finditer(sent.low):
+            drug = m.group(2)
+            if drug in _GENERIC_WORDS or drug in ctx.SELF_WORDS:
+                continue
+            tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(2)), 0)
+            res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
+            attrs = {"drug": drug, "drug_class": "", "action": "started", "unlisted": True}
+            if m.group(3):
+                attrs["dose_text"] = m.group(3)
+            source = _source(sent.low, drug, res, state.turn)
+            if source:
+                attrs["source"] = source
+            mention = Mention(MemoryCategory.MEDICATION, state.turn, sent, sent.start + m.start(2), sent.start + m.end(2),
+                              attrs, res.subject, res.relation, res.assertion, confidence=0.45, turn_ids=[state.turn.id],
+                              name=drug)
+            mention.event_time = _event_time(state, sent)
+            state.candidates.append({"term": drug, "suggestion": "", "kind": "drug", "score": 0.0, "admitted": False})
+            out[:] = [x for x in out if not (x.category == MemoryCategory.MEDICATION and x.unresolved)]
+            out.append(mention)
+            break
+
+
+def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
+                sent: Sentence, lex: Lexicon, state: TurnState) -> bool:
+    attrs: dict[str, Any] = {}
+    if entry.kind == "drug":
+        attrs["drug"] = entry.canonical
+        attrs["drug_class"] = entry.drug_class or lex.class_of(entry.canonical)
+    else:
+        attrs["drug"] = ""
+        attrs["drug_class"] = entry.canonical
+        mention.unresolved = True
+    clause = _clause_around(sent, hit.start, hit.end)
+    action, dose_change = _action(clause, sent.low, hit, words, res)
+    switch = re.search(r"\b(switch\w*|chang\w*|mov\w*|went)\b[^.!?]{0,20}\bfrom\b", sent.low)
+    if switch:
+        before = sent.low[max(0, hit.start - 12) : hit.start]
+        if re.search(r"\bfrom\s+(?:my |the )?$", before):
+            action, dose_change = "stopped", ""  # "switched me from Lantus to Tresiba": the old one stops
+        elif re.search(r"\bto\s+(?:my |the )?$", before):
+            action, dose_change = "started", ""
+    if mention.unresolved and entry.canonical in ("inhaler", "vitamin supplement", "antibiotic") and action is None:
+        return False  # a bare generic class with no action is not a statement about a medication
+    if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
+        mention.assertion = Assertion.AFFIRMED  # "haven't taken my X", "no more X": an action, not a denial
+    attrs["action"] = action or "taking"
+    if dose_change:
+        attrs["dose_change"] = dose_change
+    dose = _DOSE.search(sent.low)
+    if dose:
+        attrs["dose_text"] = dose.group(1)
+    freq = _FREQUENCY.search(sent.low)
+    if freq:
+        attrs["frequency"] = freq.group(1)
+        if attrs["action"] == "took_once":
+            attrs["action"] = "taking"
+    if mention.subject == Subject.OTHER and _HANDED_TO_ME.search(sent.low, hit.end):
+        # "she had some extra pills so she gave me a few and I've been taking one": the other person owned
+        # them, the patient takes them
+        attrs["owner"] = mention.relation or "other person"
+        attrs["source"] = "someone_else"
+        mention.subject, mention.relation = Subject.PATIENT, ""
+        if attrs["action"] == "taking" and re.search(r"\b(?:gave|giving|handed|lent)\s+me\b", sent.low[hit.end:]):
+            attrs["action"] = "started"
+        mention.attributes = attrs
+        mention.name = attrs["drug"] or attrs["drug_class"]
+        if entry.display:
+            attrs["display"] = entry.display
+            if entry.code:
+                attrs["rxnorm_hint"] = entry.code
+        return True
+    source = _source(sent.low, attrs["drug"], res, mention.turn)
+    if not source and attrs["action"] in ("started", "changed_dose") and _OUTSIDE.search(state.context_text):
+        source = "outside_clinician"  # "she added a pill" after "I saw a specialist"
+    if source:
+        attrs["source"] = source
+    if res.owner:
+        attrs["owner"] = res.owner
+    mention.attributes = attrs
+    mention.name = attrs["drug"] or attrs["drug_class"]
+    if entry.display:
+        attrs["display"] = entry.display
+        if entry.code:
+            attrs["rxnorm_hint"] = entry.code
+    return True
+
+
+def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hits: list[Hit], triggers: list,
+                         people: list, lex: Lexicon, found: list[Mention]) -> list[Mention]:
+    """"haven't done my pen", "stopped it": a medication action whose drug comes from the conversation."""
+    has_med = any(m.category == MemoryCategory.MEDICATION for m in found)
+    out: list[Mention] = []
+    covered = [(h.start, h.end) for h in hits]
+    for rx in ((_PRONOUN_MED,) if has_med else (_GENERIC_MED, _PRONOUN_MED)):
+        for m in rx.finditer(sent.low):
+            g = 1 if rx is _GENERIC_MED else 2
+            start, end = m.start(g), m.end(g)
+            if any(s <= start < e for s, e in covered):
+                continue
+            tok_start = next((i for i, t in enumerate(sent.tokens) if t[1] >= start), len(words) - 1)
+            pseudo = Hit(start, end, tok_start, tok_start + 1, m.group(g), (Entry("drug_class", "", "rules"),))
+            res = ctx.assess(words, tok_start, tok_start + 1, triggers=triggers, people=people)
+            clause = _clause_around(sent, start, end)
+            action, dose_change = _action(clause, sent.low, pseudo, words, res)
+            if action in (None, "taking") and rx is _GENERIC_MED:
+                continue  # "my pills" with no change is too vague to be a memory on its own
+            word = m.group(g)
+            cls = "injectable" if word.startswith(("pen", "shot", "inject")) else "inhaler" if word == "inhaler" else ""
+            attrs: dict[str, Any] = {"drug": "", "drug_class": cls, "action": action or "taking", "reference": word}
+            if rx is _PRONOUN_MED:
+                attrs["anaphora"] = True
+            if dose_change:
+                attrs["dose_change"] = dose_change
+            if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
+                res.assertion = Assertion.AFFIRMED
+            source = _source(sent.low, "", res, state.turn)
+            if source:
+                attrs["source"] = source
+            mention = Mention(MemoryCategory.MEDICATION, state.turn, sent, sent.start + start, sent.start + end, attrs,
+                              res.subject, res.relation, res.assertion, confidence=0.5, turn_ids=[state.turn.id],
+                              name=cls or word, unresolved=True)
+            mention.event_time = _event_time(state, sent)
+            out.append(mention)
+            covered.append((start, end))
+    return out
+
+
+def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
+    if res.negation_at >= 0 and words[res.negation_at] in ("without", "no") and 0 <= hit.tok_start - res.negation_at <= 3:
+        return "stopped", ""  # "without my januvia", "no more advil"
+    if res.negation_at >= 0 and re.search(r"\b(?:anymore|any more|no longer)\b", sentence) and \
+            re.search(r"\b(?:have|got|use|using|on|take|taking|need)\b", sentence):
+        return "stopped", ""  # "I don't even have Lantus anymore", "not on it any more"
+    if res.negation_at >= 0:
+        after = words[res.negation_at + 1 : res.negation_at + 4]
+        if any(w in _INTAKE for w in after) or any(w in ("on", "been") for w in after):
+            if re.search(r"\b(in|for|since)\b[^.!?]*\b(days?|weeks?|months?|years?|wks?)\b|\banymore\b|\bsince\b", sentence):
+                return "stopped", ""
+            if re.search(r"\b(today|yesterday|last night|this morning|dose|once|couple of times|few times)\b", sentence):
+                return "skipped", ""
+            return "stopped", ""
+    instead = _INSTEAD_OF.search(sentence)
+    if instead and instead.group(1) in _AMOUNT and instead.group(2) in _AMOUNT and \
+            _AMOUNT[instead.group(1)] != _AMOUNT[instead.group(2)]:
+        # "taking two every morning instead of one", "half a pill instead of a whole one": a self-made dose change
+        return "changed_dose", "more" if _AMOUNT[instead.group(1)] > _AMOUNT[instead.group(2)] else "less"
+    found = _nearest_action(clause, hit.term)
+    if found is None and clause != sentence:
+        found = _nearest_action(sentence, hit.term)
+    return found if found is not None else (None, "")
+
+
+_AMOUNT = {"half": 0.5, "one": 1, "1": 1, "a": 1, "two": 2, "2": 2, "three": 3, "3": 3, "four": 4, "4": 4, "double": 2,
+           "whole": 1, "single": 1}
+_INSTEAD_OF = cue_pattern("instead_of")
+
+
+def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
+    """The action verb nearest the mention; a specific action (stopped, changed dose) beats a generic one
+    ("taking", "took") unless the generic verb is much closer."""
+    found = re.search(r"(?<![a-z0-9])" + re.escape(term) + r"(?![a-z0-9])", text) if term else None
+    center = found.start() if found else -1
+    best: tuple[float, str, str] | None = None
+    for rx, action, dose_change in _ACTION_RX:
+        for m in rx.finditer(text):
+            if center >= 0 and m.start() <= center < m.end():
+                continue  # the mention's own words ("pill" in "pill")
+            distance = float(abs(m.start() - center) if center >= 0 else m.start())
+            if action not in ("taking", "took_once"):
+                distance -= 12
+            if best is None or distance < best[0]:
+                best = (distance, action, dose_change)
+    return None if best is None else (best[1], best[2])
+
+
+def _source(sentence: str, drug: str, res: ctx.ContextResult, turn: TurnInput) -> str:
+    if res.owner or _SOMEONE_ELSE.search(sentence):
+        return "someone_else"
+    if _OUTSIDE.search(sentence):
+        return "outside_clinician"
+    if drug in _OTC_DRUGS or _OTC.search(sentence):
+        return "otc"
+    return ""
