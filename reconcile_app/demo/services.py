@@ -69,7 +69,7 @@ def demo_registration_ensure(*, base_url: str):  # type: ignore[no-untyped-def]
         # Launched from the EHR (app_url) or standalone from the app's own page (base_url).
         redirect_uris=sorted({f"{base_url}/smart/callback", f"{app_url}/smart/callback"}),
         jwk_public=None,
-        scopes="launch launch/patient openid fhirUser patient/*.rs patient/*.c offline_access",
+        scopes="launch launch/patient openid fhirUser patient/*.rs patient/*.cu offline_access",
         launch_url=f"{app_url}/smart/launch",
     )
     registration, _ = EhrRegistration.objects.update_or_create(
@@ -81,7 +81,7 @@ def demo_registration_ensure(*, base_url: str):  # type: ignore[no-untyped-def]
             "frame_ancestors": base_url,
             "write_enabled": True,
             "backend_client_id": DEMO_BACKEND_CLIENT_ID,
-            "backend_scopes": "system/*.rs system/DetectedIssue.c system/Task.c system/Communication.c",
+            "backend_scopes": "system/*.rs system/DetectedIssue.cu system/Task.cu system/Communication.cu",
         },
     )
     # Backend Services (refreshes without a user): the app's key pair, public half registered with the EHR.

@@ -30,7 +30,8 @@ logger = logging.getLogger(__name__)
 
 SESSION_STATES = "smart_oauth_states"  # pending OAuth states of this browser session (clear text, server-side)
 MAX_PENDING_STATES = 5
-WRITE_SCOPES = ("patient/DetectedIssue.c", "patient/Task.c", "patient/Communication.c")
+# Create to write back a confirmed finding; update to retract it (entered-in-error) when its source is withdrawn.
+WRITE_SCOPES = ("patient/DetectedIssue.cu", "patient/Task.cu", "patient/Communication.cu")
 ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "ES256", "ES384"]
 # Refresh a little before the server would refuse the token.
 EXPIRY_MARGIN = timedelta(seconds=30)

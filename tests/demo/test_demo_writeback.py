@@ -49,3 +49,25 @@ def test_only_system_create_scopes_count_as_a_write_grant() -> None:
     assert backend_can_write("system/*.rs system/DetectedIssue.c")
     assert backend_can_write("system/DetectedIssue.write") and backend_can_write("system/*.cruds")
     assert not backend_can_write("system/*.rs system/*.read patient/DetectedIssue.c")
+
+
+def test_withdrawing_the_source_of_a_confirmed_finding_retracts_it_in_the_demo_ehr(client, live_server, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    """The demo's Backend Services grant includes update, so the write-back can be taken back."""
+    from reconcile_app.transcripts.services import session_withdraw
+    from reconcile_app.triage.models import Retraction
+
+    with django_capture_on_commit_callbacks(execute=True):
+        demo_seed(base_url=live_server.url)
+    item = TriageItem.objects.filter(status="new", quote_count=1).select_related("patient", "finding").order_by("pk").first()
+    client.force_login(User.objects.get(username="nurse"))
+    client.post(f"/triage/findings/{item.finding_id}/confirm/", {"note": "Spoke to the patient"})
+    wb = WriteBack.objects.get(item=item)
+    assert wb.status == WriteBack.Status.DONE, wb.last_error
+    session_withdraw(session_id=item.finding.session_id, user=User.objects.get(username="admin"), reason="patient asked")
+    retraction = Retraction.objects.get(writeback=wb)
+    assert (retraction.status, retraction.method) == ("done", "entered-in-error"), retraction.last_error
+    registration = EhrRegistration.objects.get(iss=f"{live_server.url}/sandbox/fhir")
+    _, token = backend_token_get(registration=registration)
+    read = requests.get(f"{registration.iss}/DetectedIssue/{wb.resource_id}", timeout=30,
+                        headers={"Authorization": f"Bearer {token}", "Accept": "application/fhir+json"})
+    assert read.json()["status"] == "entered-in-error"

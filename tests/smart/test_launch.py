@@ -81,7 +81,7 @@ def test_launch_from_the_sandbox_ehr_chart_iframe(browser, live_server, sandbox_
     launch = SmartLaunch.objects.get(kind=SmartLaunch.Kind.EHR)
     assert launch.need_patient_banner is False  # the EHR shows its own banner
     assert "data-patient-banner" not in framed.text
-    assert "patient/DetectedIssue.c" in launch.scopes_granted.split()  # write-back enabled on this EHR
+    assert "patient/DetectedIssue.cu" in launch.scopes_granted.split()  # write-back (and its retraction) enabled
     assert f"frame-ancestors 'self' {live_server.url}" in framed.headers["Content-Security-Policy"]
 
 

@@ -67,8 +67,8 @@ def test_authorize_request_carries_pkce_aud_and_v2_scopes(client, registration: 
     assert query["aud"] == ISS and query["launch"] == "abc" and query["client_id"] == "app"
     scopes = query["scope"].split()
     assert scopes.count("launch") == 1 and "launch/patient" not in scopes
-    assert {"openid", "fhirUser", "patient/*.rs", "offline_access", "patient/DetectedIssue.c", "patient/Task.c",
-            "patient/Communication.c"} <= set(scopes)
+    assert {"openid", "fhirUser", "patient/*.rs", "offline_access", "patient/DetectedIssue.cu", "patient/Task.cu",
+            "patient/Communication.cu"} <= set(scopes)
     launch = SmartLaunch.objects.get()
     assert launch.state_hash and query["state"] not in launch.state_hash  # only the hash is stored
 
