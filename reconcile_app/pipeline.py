@@ -60,7 +60,7 @@ from enum import StrEnum
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.dispatch import receiver
 from django.db.models import Q
 from django.utils import timezone
@@ -242,7 +242,11 @@ def pipeline_patient_advance(
     except RetryableError:
         # The retry (same task id) reclaims the lease; until then the sweep and other messages keep
         # off, so the backoff holds. Should the retry be lost, the lease lapses and the sweep resumes.
-        lease_hold(patient_id=patient_id, token=token, seconds=retry_hold_seconds())
+        _reconnect_if_dropped()
+        try:
+            lease_hold(patient_id=patient_id, token=token, seconds=retry_hold_seconds())
+        except (OperationalError, InterfaceError):
+            logger.warning("pipeline patient %s: lease not extended, the database is still away", patient_id)
         raise
     except BaseException:
         lease_release(patient_id=patient_id, token=token)
@@ -276,9 +280,22 @@ def _advance_sessions(*, patient_id: int, token: str, engine: str | None, final_
     return outcome
 
 
+def _reconnect_if_dropped() -> None:
+    """After the database dropped this connection, the next query opens a new one, as the next request
+    or task would (a connection that merely saw an error in a transaction is left alone)."""
+    if connection.connection is not None and connection.errors_occurred and not connection.is_usable():
+        connection.close()
+
+
 def _process_guarded(*, session: Session, engine: str | None, final_attempt: bool) -> None:
     try:
         session_process(session=session, engine=engine)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away (a restart, a failover, a cut connection): what the step wrote was in
+        # transactions that never committed, and the session could not even be marked. Not the session's
+        # fault, so never FAILED: retried like any outage (the task with backoff, else the sweep).
+        logger.warning("pipeline session %s: database unavailable (%s)", session.pk, exc.__class__.__name__)
+        raise RetryableError("the database was unavailable") from exc
     except RetryableError as exc:
         if not final_attempt:
             raise
