@@ -555,7 +555,7 @@ def writebacks_withdraw(*, findings: Iterable[Finding], user: User | None = None
     ids = [f.pk for f in findings]
     counts = {"retractions": 0, "cancelled": 0}
     candidates = WriteBack.objects.filter(Q(finding_id__in=ids) | Q(finding__isnull=True, item__finding_id__in=ids))
-    for wb in candidates.select_for_update().select_related("item"):
+    for wb in candidates.select_for_update(of=("self",)).select_related("item"):
         if wb.status == WriteBack.Status.DONE:
             retraction_request(writeback=wb, user=user, reason=reason)
             counts["retractions"] += 1
@@ -764,7 +764,8 @@ def writeback_send(*, writeback_id: int) -> WriteBack:
             with transaction.atomic():
                 # Row lock: a consent withdrawal that cancelled this write while it was on its way
                 # finds it written here, and the withdrawal's retraction follows at once.
-                cancelled = WriteBack.objects.select_for_update().filter(pk=wb.pk, status=WriteBack.Status.CANCELLED).exists()
+                cancelled = WriteBack.objects.select_for_update().filter(pk=wb.pk).values_list("status", flat=True).first() == \
+                    WriteBack.Status.CANCELLED
                 WriteBack.objects.filter(pk=wb.pk).update(
                     status=WriteBack.Status.DONE, resource_type=resource["resourceType"], resource_id=str(stored["id"])[:64],
                     last_error="", written_at=timezone.now(), finding=item.finding,
