@@ -19,8 +19,6 @@ from reconcile_app.triage.models import TriageNote
 from tests.triage.factories import item_create, memory_create, patient_create, session_create
 
 FHIR = Path(__file__).resolve().parent.parent / "data" / "fhir"
-# An earlier state of a chain: "superseded" today, "outdated" once the ledger (issue 13) renames it.
-OUTDATED = getattr(Memory.Status, "OUTDATED", None) or getattr(Memory.Status, "SUPERSEDED")
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +128,7 @@ def test_nothing_revoked_outdated_or_withdrawn(client, db):  # type: ignore[no-u
     memory_create(session=kept, content="Medication metoprolol: stopped", attributes={"drug": "metoprolol", "action": "stopped"},
                   chain_key="medication:metoprolol", status=Memory.Status.REVOKED)
     memory_create(session=kept, content="Medication atenolol: taking", attributes={"drug": "atenolol", "action": "taking"},
-                  chain_key="medication:atenolol", status=OUTDATED)
+                  chain_key="medication:atenolol", status=Memory.Status.OUTDATED)
     withdrawn = _platform_session(patient, platform)
     memory_create(session=withdrawn, content="Medication warfarin: skipped", attributes={"drug": "warfarin", "action": "skipped"},
                   chain_key="medication:warfarin")
@@ -166,6 +164,25 @@ def test_only_the_latest_finished_extraction_run_of_a_session_speaks_for_it(clie
                           content_sha256="f" * 64)
     statements = [m["statement"] for m in _get(client, token, patient.fhir_id).json()["memories"]["medication"]]
     assert statements == ["taking lisinopril"]  # the older run's "stopped" is not said twice, nor contradicted
+
+
+def test_a_corrected_statement_leaves_the_pack_while_under_review_and_its_accepted_correction_joins_it(client, db, nurse,
+                                                                                                      admin_user):  # type: ignore[no-untyped-def]
+    from reconcile_app.narrative.services import memory_correction_accept, memory_correction_propose
+
+    patient = patient_create()
+    platform, token = _platform("WellCoach", patient)
+    session = _platform_session(patient, platform)
+    original = memory_create(session=session, content="Medication lisinopril: taking 10 mg", quote="I take 10 mg of lisinopril",
+                             attributes={"drug": "lisinopril", "action": "taking", "dose_text": "10 mg"})
+    correction = memory_correction_propose(memory=original, content="I take 20 mg of lisinopril every morning", actor=nurse)
+
+    def quotes() -> list[str]:
+        return [m["quote"] for m in _get(client, token, patient.fhir_id).json()["memories"].get("medication", [])]
+
+    assert quotes() == []  # disputed: neither the original nor the unreviewed correction is told as what the patient said
+    memory_correction_accept(correction=correction, actor=admin_user)
+    assert quotes() == [Memory.objects.get(pk=correction.pk).quote] and "20 mg" in quotes()[0]
 
 
 def test_another_persons_fact_is_labelled_and_never_the_patients(client, db):  # type: ignore[no-untyped-def]
