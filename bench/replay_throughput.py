@@ -1,11 +1,12 @@
 #!/usr/bin/env python
 """Benchmark: a 20-patient replay through the production services, start-up included (patient turns/s).
 
-    python bench/replay_throughput.py [DATASET_DIR] [--patients 20] [--runs 3] [--json OUT.json]
+    python bench/replay_throughput.py [DATASET_DIR] [--patients 20] [--runs 3] [--jobs N] [--json OUT.json]
 
 DATASET_DIR defaults to corpus/tune. Twenty patients are taken round-robin across the authors (the
 letters of the folder name), so one voice does not dominate. Each run is a fresh process:
-`python manage.py replay SET --out OUT --no-progress --timings T.json`, timed from spawn to exit (Python
+`python manage.py replay SET --out OUT --no-progress --timings T.json --jobs N` (N: one per CPU by default), timed
+from spawn to exit (Python
 and Django start-up, the engines' load, a scratch database, the import, extraction, reconciliation,
 routing and the results files). The command's own breakdown separates the engines (their load and every
 extract/reconcile call) from the services around them. Peak memory is the child's max RSS.
@@ -45,9 +46,10 @@ def pick(dataset: Path, n: int) -> list[Path]:
     return chosen
 
 
-def run_once(dataset: Path, work: Path, index: int) -> dict[str, Any]:
+def run_once(dataset: Path, work: Path, index: int, jobs: int) -> dict[str, Any]:
     out, timings = work / f"out{index}", work / f"timings{index}.json"
-    cmd = [sys.executable, "manage.py", "replay", str(dataset), "--out", str(out), "--no-progress", "--timings", str(timings)]
+    cmd = [sys.executable, "manage.py", "replay", str(dataset), "--out", str(out), "--no-progress", "--timings", str(timings),
+           "--jobs", str(jobs)]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.local")}
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -68,7 +70,7 @@ def run_once(dataset: Path, work: Path, index: int) -> dict[str, Any]:
     return report
 
 
-def measure(dataset: Path, patients: int, runs: int) -> dict[str, Any]:
+def measure(dataset: Path, patients: int, runs: int, jobs: int) -> dict[str, Any]:
     chosen = pick(dataset, patients)
     if len(chosen) < patients:
         raise SystemExit(f"{dataset} holds {len(chosen)} patient folders; {patients} wanted")
@@ -78,10 +80,10 @@ def measure(dataset: Path, patients: int, runs: int) -> dict[str, Any]:
         subset.mkdir()
         for folder in chosen:
             (subset / folder.name).symlink_to(folder.resolve(), target_is_directory=True)
-        reports = [run_once(subset, work, i) for i in range(runs)]
+        reports = [run_once(subset, work, i, jobs) for i in range(runs)]
     best = sorted(reports, key=lambda r: r["wall_s"])[len(reports) // 2]  # the median run, whole
     return {
-        "dataset": str(dataset), "patients": [p.name for p in chosen], "runs": runs,
+        "dataset": str(dataset), "patients": [p.name for p in chosen], "runs": runs, "jobs": jobs,
         "wall_s_all": [r["wall_s"] for r in reports], "median_run": best,
         "patient_turns_per_s": best["patient_turns_per_s"],
         "patient_turns_per_s_all": [r["patient_turns_per_s"] for r in reports],
@@ -95,13 +97,15 @@ def main() -> int:
     parser.add_argument("dataset", nargs="?", type=Path, default=ROOT / "corpus" / "tune")
     parser.add_argument("--patients", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="replay worker processes (default: one per CPU)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     if not args.dataset.is_dir():
         raise SystemExit(f"{args.dataset} is not a directory (pass a dataset folder)")
-    result = measure(args.dataset, args.patients, args.runs)
+    result = measure(args.dataset, args.patients, args.runs, args.jobs)
     r = result["median_run"]
-    print(f"{len(result['patients'])} patients, {r['sessions']} sessions, {r['patient_turns']} patient turns; runs {result['runs']}")
+    print(f"{len(result['patients'])} patients, {r['sessions']} sessions, {r['patient_turns']} patient turns; runs {result['runs']}; "
+          f"{result['jobs']} replay processes; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"wall (start-up included), all runs: {', '.join(f'{w:.2f}s' for w in result['wall_s_all'])}")
     print(f"median run: {r['wall_s']:.2f}s wall = {result['patient_turns_per_s']:.0f} patient turns/s, "
           f"{r['sessions_per_s']:.1f} sessions/s (target {TARGET_TURNS_PER_S:.0f} turns/s: {'met' if result['meets_target'] else 'NOT met'})")

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import BooleanField, Count, F, Q, QuerySet
+from django.db.models import BooleanField, Case, Count, F, IntegerField, Q, QuerySet, Value, When
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncWeek
 from django.utils import timezone
@@ -189,28 +189,24 @@ def triage_queue_counts(*, filters: dict[str, Any], user: User | None, now: date
     return counts
 
 
+FACET_CATEGORIES = ("medication", "condition", "allergy", "procedure", "immunization", "observation", "careplan")
+
+
 def _counts_compute(*, filters: dict[str, Any], user: User | None, now: datetime) -> dict[str, Any]:
+    """Every facet's counts from one GROUP BY over the result's small columns: a few hundred groups
+    (band x kind x safety x category x status x SLA bucket x age bucket), added up here. One pass over
+    the open set read from the covering index, instead of a score of FILTER clauses evaluated per row,
+    so live counts (no cache) fit the page's budget at 100,000 findings."""
     qs = triage_item_filter(filters=filters, user=user, now=now)
-    # COUNT(band), not COUNT(id): band is a key of the covering index and never null, so the
-    # whole aggregate is answered from the index (id is not in it).
-    aggregates: dict[str, Any] = {
-        "total": Count("band"),
-        "safety_yes": Count("band", filter=Q(safety_critical=True)),
-        "sla_breached": Count("band", filter=Q(sla_due_at__lt=now)),
-        "sla_due_soon": Count("band", filter=Q(sla_due_at__gte=now, sla_due_at__lt=now + DUE_SOON)),
-        "age_lt1d": Count("band", filter=Q(created_at__gte=now - timedelta(days=1))),
-        "age_gt7d": Count("band", filter=Q(created_at__lt=now - timedelta(days=7))),
-        "kind_gap": Count("band", filter=Q(kind="gap")),
-        # Severity through the urgency band: one small-integer column instead of a text compare.
-        "severity_high": Count("band", filter=Q(band__in=(0, 3))),
-        "severity_medium": Count("band", filter=Q(band__in=(1, 4))),
-    }
-    for status in OPEN_STATUSES:
-        aggregates[f"status_{status}"] = Count("band", filter=Q(status=status))
-    if user is not None:
-        aggregates["mine"] = Count("band", filter=Q(assignee=user))
-    for cat in ("medication", "condition", "allergy", "procedure", "immunization", "observation", "careplan"):
-        aggregates[f"category_{cat}"] = Count("band", filter=Q(category=cat))
+    sla = Case(When(sla_due_at__lt=now, then=Value(0)), When(sla_due_at__lt=now + DUE_SOON, then=Value(1)), default=Value(2),
+               output_field=IntegerField())
+    age = Case(When(created_at__gte=now - timedelta(days=1), then=Value(0)), When(created_at__lt=now - timedelta(days=7), then=Value(2)),
+               default=Value(1), output_field=IntegerField())
+    mine = (Case(When(assignee_id=user.pk, then=Value(1)), default=Value(0), output_field=IntegerField())
+            if user is not None else Value(0, output_field=IntegerField()))
+    grouped = (qs.order_by().annotate(sla_bucket=sla, age_bucket=age, mine_flag=mine)
+               .values("band", "kind", "safety_critical", "category", "status", "sla_bucket", "age_bucket", "mine_flag")
+               .annotate(n=Count("band")))  # COUNT(band): a key of the covering index, never null
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # The open set is read from a covering partial index (index-only scan, ~25,000 entries
@@ -218,14 +214,38 @@ def _counts_compute(*, filters: dict[str, Any], user: User | None, now: datetime
             # table, whose worker start-up costs more than it saves here (plans in bench/queue_p95.py).
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        counts = qs.aggregate(**aggregates)
+        rows = list(grouped)
+    counts: dict[str, Any] = {key: 0 for key in (
+        "total", "safety_yes", "sla_breached", "sla_due_soon", "age_lt1d", "age_gt7d", "kind_gap", "severity_high",
+        "severity_medium", *(f"category_{c}" for c in FACET_CATEGORIES))}
+    status = {s: 0 for s in OPEN_STATUSES}
+    mine_total = 0
+    for row in rows:
+        n = row["n"]
+        counts["total"] += n
+        counts["safety_yes"] += n if row["safety_critical"] else 0
+        counts["sla_breached"] += n if row["sla_bucket"] == 0 else 0
+        counts["sla_due_soon"] += n if row["sla_bucket"] == 1 else 0
+        counts["age_lt1d"] += n if row["age_bucket"] == 0 else 0
+        counts["age_gt7d"] += n if row["age_bucket"] == 2 else 0
+        counts["kind_gap"] += n if row["kind"] == "gap" else 0
+        # Severity through the urgency band: one small-integer column instead of a text compare.
+        counts["severity_high"] += n if row["band"] in (0, 3) else 0
+        counts["severity_medium"] += n if row["band"] in (1, 4) else 0
+        if row["category"] in FACET_CATEGORIES:
+            counts[f"category_{row['category']}"] += n
+        if row["status"] in status:
+            status[row["status"]] += n
+        mine_total += n if row["mine_flag"] else 0
+    if user is not None:
+        counts["mine"] = mine_total
     # The complements need no extra work in the database.
     counts["safety_no"] = counts["total"] - counts["safety_yes"]
     counts["severity_low"] = counts["total"] - counts["severity_high"] - counts["severity_medium"]
     counts["kind_contradiction"] = counts["total"] - counts["kind_gap"]
     counts["sla_ok"] = counts["total"] - counts["sla_breached"] - counts["sla_due_soon"]
     counts["age_1to7d"] = counts["total"] - counts["age_lt1d"] - counts["age_gt7d"]
-    counts["status"] = {s: counts.pop(f"status_{s}") for s in OPEN_STATUSES}
+    counts["status"] = status
     return counts
 
 
