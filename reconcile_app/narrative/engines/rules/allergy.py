@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from reconcile_app.fhir.clinical import ClinicalRecord
@@ -158,39 +159,10 @@ def _record_allergy_exposures(states: list[TurnState], record: ClinicalRecord | 
 
 def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> None:
     """Reaction after an exposure -> an allergy memory; exposure with no reaction -> a tolerance memory."""
-    reactions = [m for m in state.mentions if m.category == MemoryCategory.SYMPTOM and m.name in _REACTION
-                 and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED
-                 and not _INDICATION_BEFORE.search(state.low[max(0, m.start - 30) : m.start])]
-    lips = bool(re.search(r"\b(lips?|tongue|face|throat|eyes?|eyelids?)\b[^.!?]{0,30}\b(puff\w*|swell|swelled|swollen|swelling|"
-                          r"blew up|tingl\w*|tight|itchy)\b", state.low))
-    # "broke out in welts/bumps" after a new drug: a skin reaction even when no symptom term matched
-    eruption = not reactions and bool(_SKIN_ERUPTION.search(state.low))
-    no_reaction = _NO_REACTION.search(state.low)
-    if not reactions and not lips and not eruption and not no_reaction:
+    reaction = _reaction_in(state)
+    if not reaction.any and not reaction.none_said:
         return
-    exposures: list[tuple[TurnState, Mention]] = []
-    class_exposures: list[tuple[TurnState, Mention]] = []
-    for s in [state] + _patient_neighbours(states, i, 2, 0):
-        for m in s.mentions:
-            if m.subject != Subject.PATIENT:
-                continue
-            if m.category == MemoryCategory.MEDICATION and m.attributes.get("drug") and m.attributes["drug"] not in _ANTIHISTAMINE \
-                    and m.assertion == Assertion.AFFIRMED:
-                exposures.append((s, m))
-            elif m.category == MemoryCategory.MEDICATION and not m.attributes.get("drug") and m.assertion == Assertion.AFFIRMED \
-                    and m.attributes.get("drug_class") in _EXPOSURE_CLASSES:
-                # "they gave me an antibiotic" with no name: the class is the suspected substance (named drugs first)
-                class_exposures.append((s, m))
-            elif m.category == MemoryCategory.ALLERGY:
-                exposures.append((s, m))
-        for sent in s.sentences:
-            for hit in getattr(sent, "hits", []):
-                if hit.best.kind == "allergen" and _EXPOSURE.search(sent.low):
-                    exposures.append((s, Mention(MemoryCategory.ALLERGY, s.turn, sent, sent.start + hit.start,
-                                                 sent.start + hit.end, {"substance": hit.best.canonical}, name=hit.best.canonical)))
-        if exposures and not (s is state and no_reaction):
-            break  # a tolerance statement looks one turn further back for the exposure itself
-    exposures = exposures or class_exposures
+    exposures = _exposures_before(state, states, i, reaction.none_said)
     if not exposures:
         return
     exp_state, exposure = exposures[0]
@@ -201,47 +173,124 @@ def _allergy_inference(state: TurnState, states: list[TurnState], i: int) -> Non
     existing = next((m for m in state.mentions if m.category == MemoryCategory.ALLERGY and m.name == substance
                      and m.assertion == Assertion.AFFIRMED and m.subject == Subject.PATIENT), None)
     if existing is not None:
-        if reactions or lips or eruption:  # the claim is already there: enrich it with the reaction and the exposure turn
-            names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set())
-                           | ({"hives"} if eruption else set()))
-            existing.attributes["reaction"] = ", ".join(names)
+        if reaction.any:  # the claim is already there: enrich it with the reaction and the exposure turn
+            existing.attributes["reaction"] = reaction.names()
         if exp_state is not state and exp_state.turn.id not in existing.turn_ids:
             existing.turn_ids.append(exp_state.turn.id)
-        return
-    if reactions or lips or eruption:
-        names = sorted({m.name for m in reactions} | ({"lip/face swelling"} if lips else set())
-                           | ({"hives"} if eruption else set()))
-        attrs = {"substance": substance, "reaction": ", ".join(names), "stated_status": "new", "inferred": True}
-        anchor_sent = reactions[0].sentence if reactions else state.sentences[0]
-        turn_ids = [state.turn.id] + ([exp_state.turn.id] if exp_state is not state else [])
-        allergy = Mention(MemoryCategory.ALLERGY, state.turn, anchor_sent, anchor_sent.start, anchor_sent.end, attrs,
-                          confidence=0.6, turn_ids=turn_ids, name=substance)
-        allergy.event_time = reactions[0].event_time if reactions else None
-        # later patient turns that stop the drug or treat the reaction belong to the same episode
-        for later in _patient_neighbours(states, i, 0, 2):
-            for m in later.mentions:
-                if m.category == MemoryCategory.MEDICATION and (
-                        m.attributes.get("drug") in _ANTIHISTAMINE or m.attributes.get("drug") == substance):
-                    if later.turn.id not in allergy.turn_ids:
-                        allergy.turn_ids.append(later.turn.id)
-        # the exposure began earlier in the session ("she gave me some of her water pills" ... "Lasix I think?"):
-        # the turns where the patient took the same drug or class belong to the episode
-        drug_class = exposure.attributes.get("drug_class", "")
-        for earlier in _patient_neighbours(states, i, 3, 0):
-            if earlier is state or earlier.turn.id in allergy.turn_ids:
-                continue
-            if any(m.category == MemoryCategory.MEDICATION and m.subject == Subject.PATIENT
-                   and m.assertion == Assertion.AFFIRMED and (m.attributes.get("drug") == substance or
-                                                              (drug_class and m.attributes.get("drug_class") == drug_class))
-                   for m in earlier.mentions):
-                allergy.turn_ids.append(earlier.turn.id)
-        state.mentions.append(allergy)
-        if exp_state is not state and state.turn.id not in exposure.turn_ids and exposure in exp_state.mentions:
-            exposure.turn_ids.append(state.turn.id)
-    elif no_reaction:
-        sent = next((s for s in state.sentences if _NO_REACTION.search(s.low)), state.sentences[0])
-        attrs = {"substance": substance, "reaction": "none", "stated_status": "tolerated"}
-        turn_ids = [state.turn.id] + [t.turn.id for t, e in exposures
-                                      if t is not state and (e.attributes.get("drug") or e.attributes.get("substance") or e.name) == substance]
-        state.mentions.append(Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start, sent.end, attrs,
-                                      confidence=0.55, turn_ids=turn_ids, name=substance))
+    elif reaction.any:
+        _new_allergy(state, states, i, reaction, (exp_state, exposure), substance)
+    elif reaction.none_said:
+        _tolerance(state, exposures, substance)
+
+
+@dataclass
+class _Reaction:
+    """What a turn says followed an exposure: reaction symptoms, a swollen face, a skin eruption, or no reaction."""
+
+    symptoms: list[Mention]
+    lips: bool
+    eruption: bool
+    none_said: bool
+
+    @property
+    def any(self) -> bool:
+        return bool(self.symptoms) or self.lips or self.eruption
+
+    def names(self) -> str:
+        return ", ".join(sorted({m.name for m in self.symptoms} | ({"lip/face swelling"} if self.lips else set())
+                                | ({"hives"} if self.eruption else set())))
+
+
+def _reaction_in(state: TurnState) -> _Reaction:
+    """The patient's affirmed reaction symptoms (not symptoms a drug is taken for), face swelling, eruptions, "no reaction"."""
+    symptoms = [m for m in state.mentions if m.category == MemoryCategory.SYMPTOM and m.name in _REACTION
+                and m.subject == Subject.PATIENT and m.assertion == Assertion.AFFIRMED
+                and not _INDICATION_BEFORE.search(state.low[max(0, m.start - 30) : m.start])]
+    lips = bool(re.search(r"\b(lips?|tongue|face|throat|eyes?|eyelids?)\b[^.!?]{0,30}\b(puff\w*|swell|swelled|swollen|swelling|"
+                          r"blew up|tingl\w*|tight|itchy)\b", state.low))
+    # "broke out in welts/bumps" after a new drug: a skin reaction even when no symptom term matched
+    eruption = not symptoms and bool(_SKIN_ERUPTION.search(state.low))
+    return _Reaction(symptoms, lips, eruption, bool(_NO_REACTION.search(state.low)))
+
+
+def _exposures_before(state: TurnState, states: list[TurnState], i: int, tolerance: bool) -> list[tuple[TurnState, Mention]]:
+    """What the patient was exposed to, in this turn then up to two patient turns back (named drugs and allergens
+    first, a course of a drug class only when nothing is named)."""
+    exposures: list[tuple[TurnState, Mention]] = []
+    class_exposures: list[tuple[TurnState, Mention]] = []
+    for s in [state] + _patient_neighbours(states, i, 2, 0):
+        named, by_class = _turn_exposures(s)
+        exposures += named
+        class_exposures += by_class
+        if exposures and not (s is state and tolerance):
+            break  # a tolerance statement looks one turn further back for the exposure itself
+    return exposures or class_exposures
+
+
+def _turn_exposures(s: TurnState) -> tuple[list[tuple[TurnState, Mention]], list[tuple[TurnState, Mention]]]:
+    """A turn's exposures: drugs taken (not antihistamines), allergy mentions, allergens met; and drug-class courses."""
+    named: list[tuple[TurnState, Mention]] = []
+    by_class: list[tuple[TurnState, Mention]] = []
+    for m in s.mentions:
+        if m.subject != Subject.PATIENT:
+            continue
+        if m.category == MemoryCategory.MEDICATION and m.attributes.get("drug") and m.attributes["drug"] not in _ANTIHISTAMINE \
+                and m.assertion == Assertion.AFFIRMED:
+            named.append((s, m))
+        elif m.category == MemoryCategory.MEDICATION and not m.attributes.get("drug") and m.assertion == Assertion.AFFIRMED \
+                and m.attributes.get("drug_class") in _EXPOSURE_CLASSES:
+            # "they gave me an antibiotic" with no name: the class is the suspected substance (named drugs first)
+            by_class.append((s, m))
+        elif m.category == MemoryCategory.ALLERGY:
+            named.append((s, m))
+    for sent in s.sentences:
+        for hit in getattr(sent, "hits", []):
+            if hit.best.kind == "allergen" and _EXPOSURE.search(sent.low):
+                named.append((s, Mention(MemoryCategory.ALLERGY, s.turn, sent, sent.start + hit.start,
+                                         sent.start + hit.end, {"substance": hit.best.canonical}, name=hit.best.canonical)))
+    return named, by_class
+
+
+def _new_allergy(state: TurnState, states: list[TurnState], i: int, reaction: _Reaction,
+                 exposed: tuple[TurnState, Mention], substance: str) -> None:
+    """A new, inferred allergy to the substance, anchored on the reaction, with the turns of its episode."""
+    exp_state, exposure = exposed
+    attrs = {"substance": substance, "reaction": reaction.names(), "stated_status": "new", "inferred": True}
+    anchor_sent = reaction.symptoms[0].sentence if reaction.symptoms else state.sentences[0]
+    turn_ids = [state.turn.id] + ([exp_state.turn.id] if exp_state is not state else [])
+    allergy = Mention(MemoryCategory.ALLERGY, state.turn, anchor_sent, anchor_sent.start, anchor_sent.end, attrs,
+                      confidence=0.6, turn_ids=turn_ids, name=substance)
+    allergy.event_time = reaction.symptoms[0].event_time if reaction.symptoms else None
+    _episode_turns(allergy, state, states, i, substance, exposure.attributes.get("drug_class", ""))
+    state.mentions.append(allergy)
+    if exp_state is not state and state.turn.id not in exposure.turn_ids and exposure in exp_state.mentions:
+        exposure.turn_ids.append(state.turn.id)
+
+
+def _episode_turns(allergy: Mention, state: TurnState, states: list[TurnState], i: int, substance: str, drug_class: str) -> None:
+    """The turns of the reaction's episode join the allergy: later ones that stop the drug or treat the reaction, and
+    earlier ones where the patient took the same drug or class ("she gave me some of her water pills" ... "Lasix I think?")."""
+    for later in _patient_neighbours(states, i, 0, 2):
+        for m in later.mentions:
+            if m.category == MemoryCategory.MEDICATION and (
+                    m.attributes.get("drug") in _ANTIHISTAMINE or m.attributes.get("drug") == substance):
+                if later.turn.id not in allergy.turn_ids:
+                    allergy.turn_ids.append(later.turn.id)
+    for earlier in _patient_neighbours(states, i, 3, 0):
+        if earlier is state or earlier.turn.id in allergy.turn_ids:
+            continue
+        if any(m.category == MemoryCategory.MEDICATION and m.subject == Subject.PATIENT
+               and m.assertion == Assertion.AFFIRMED and (m.attributes.get("drug") == substance or
+                                                          (drug_class and m.attributes.get("drug_class") == drug_class))
+               for m in earlier.mentions):
+            allergy.turn_ids.append(earlier.turn.id)
+
+
+def _tolerance(state: TurnState, exposures: list[tuple[TurnState, Mention]], substance: str) -> None:
+    """An exposure with no reaction: the substance is tolerated, with the turns that named it."""
+    sent = next((s for s in state.sentences if _NO_REACTION.search(s.low)), state.sentences[0])
+    attrs = {"substance": substance, "reaction": "none", "stated_status": "tolerated"}
+    turn_ids = [state.turn.id] + [t.turn.id for t, e in exposures
+                                  if t is not state and (e.attributes.get("drug") or e.attributes.get("substance") or e.name) == substance]
+    state.mentions.append(Mention(MemoryCategory.ALLERGY, state.turn, sent, sent.start, sent.end, attrs,
+                                  confidence=0.55, turn_ids=turn_ids, name=substance))

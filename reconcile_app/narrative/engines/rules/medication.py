@@ -66,60 +66,23 @@ def _s_prescribed_unlisted(s: SentenceScope) -> None:
 
 def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
                 sent: Sentence, lex: Lexicon, state: TurnState) -> bool:
-    attrs: dict[str, Any] = {}
-    if entry.kind == "drug":
-        attrs["drug"] = entry.canonical
-        attrs["drug_class"] = entry.drug_class or lex.class_of(entry.canonical)
-    else:
-        attrs["drug"] = ""
-        attrs["drug_class"] = entry.canonical
-        mention.unresolved = True
-    clause = _clause_around(sent, hit.start, hit.end)
-    action, dose_change = _action(clause, sent.low, hit, words, res)
-    switch = re.search(r"\b(switch\w*|chang\w*|mov\w*|went)\b[^.!?]{0,20}\bfrom\b", sent.low)
-    if switch:
-        before = sent.low[max(0, hit.start - 12) : hit.start]
-        if re.search(r"\bfrom\s+(?:my |the )?$", before):
-            action, dose_change = "stopped", ""  # "switched me from Lantus to Tresiba": the old one stops
-        elif re.search(r"\bto\s+(?:my |the )?$", before):
-            action, dose_change = "started", ""
+    """A drug or class hit as a medication: the drug, the action on it, dose, frequency, source and owner.
+    False when it is a bare generic class ("an inhaler") with no action: not a statement about a medication."""
+    attrs = _drug_of(mention, entry, lex)
+    action, dose_change = _action(_clause_around(sent, hit.start, hit.end), sent.low, hit, words, res)
+    action, dose_change = _switched(sent.low, hit, action, dose_change)
     if mention.unresolved and entry.canonical in ("inhaler", "vitamin supplement", "antibiotic") and action is None:
-        return False  # a bare generic class with no action is not a statement about a medication
+        return False
     if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
         mention.assertion = Assertion.AFFIRMED  # "haven't taken my X", "no more X": an action, not a denial
     attrs["action"] = action or "taking"
     if dose_change:
         attrs["dose_change"] = dose_change
-    dose = _DOSE.search(sent.low)
-    if dose:
-        attrs["dose_text"] = dose.group(1)
-    freq = _FREQUENCY.search(sent.low)
-    if freq:
-        attrs["frequency"] = freq.group(1)
-        if attrs["action"] == "took_once":
-            attrs["action"] = "taking"
+    _dose_and_frequency(attrs, sent.low)
     if mention.subject == Subject.OTHER and _HANDED_TO_ME.search(sent.low, hit.end):
-        # "she had some extra pills so she gave me a few and I've been taking one": the other person owned
-        # them, the patient takes them
-        attrs["owner"] = mention.relation or "other person"
-        attrs["source"] = "someone_else"
-        mention.subject, mention.relation = Subject.PATIENT, ""
-        if attrs["action"] == "taking" and re.search(r"\b(?:gave|giving|handed|lent)\s+me\b", sent.low[hit.end:]):
-            attrs["action"] = "started"
-        mention.attributes = attrs
-        mention.name = attrs["drug"] or attrs["drug_class"]
-        if entry.display:
-            attrs["display"] = entry.display
-            if entry.code:
-                attrs["rxnorm_hint"] = entry.code
-        return True
-    source = _source(sent.low, attrs["drug"], res, mention.turn)
-    if not source and attrs["action"] in ("started", "changed_dose") and _OUTSIDE.search(state.context_text):
-        source = "outside_clinician"  # "she added a pill" after "I saw a specialist"
-    if source:
-        attrs["source"] = source
-    if res.owner:
-        attrs["owner"] = res.owner
+        _handed_to_patient(mention, attrs, sent.low[hit.end :])
+    else:
+        _source_and_owner(attrs, res, sent.low, mention.turn, state.context_text)
     mention.attributes = attrs
     mention.name = attrs["drug"] or attrs["drug_class"]
     if entry.display:
@@ -127,6 +90,59 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
         if entry.code:
             attrs["rxnorm_hint"] = entry.code
     return True
+
+
+def _drug_of(mention: Mention, entry: Entry, lex: Lexicon) -> dict[str, Any]:
+    """The drug and its class; a class alone ("my water pill") leaves the mention to be resolved from the conversation."""
+    if entry.kind == "drug":
+        return {"drug": entry.canonical, "drug_class": entry.drug_class or lex.class_of(entry.canonical)}
+    mention.unresolved = True
+    return {"drug": "", "drug_class": entry.canonical}
+
+
+def _switched(low: str, hit: Hit, action: str | None, dose_change: str) -> tuple[str | None, str]:
+    """A switch between two drugs ("switched me from Lantus to Tresiba"): the one after "from" stops, the other starts."""
+    if not re.search(r"\b(switch\w*|chang\w*|mov\w*|went)\b[^.!?]{0,20}\bfrom\b", low):
+        return action, dose_change
+    before = low[max(0, hit.start - 12) : hit.start]
+    if re.search(r"\bfrom\s+(?:my |the )?$", before):
+        return "stopped", ""
+    if re.search(r"\bto\s+(?:my |the )?$", before):
+        return "started", ""
+    return action, dose_change
+
+
+def _dose_and_frequency(attrs: dict[str, Any], low: str) -> None:
+    """The dose and frequency the sentence states; a frequency makes a one-off intake a regular one."""
+    dose = _DOSE.search(low)
+    if dose:
+        attrs["dose_text"] = dose.group(1)
+    freq = _FREQUENCY.search(low)
+    if freq:
+        attrs["frequency"] = freq.group(1)
+        if attrs["action"] == "took_once":
+            attrs["action"] = "taking"
+
+
+def _handed_to_patient(mention: Mention, attrs: dict[str, Any], after: str) -> None:
+    """"she had some extra pills so she gave me a few and I've been taking one": the other person owned them,
+    the patient takes them."""
+    attrs["owner"] = mention.relation or "other person"
+    attrs["source"] = "someone_else"
+    mention.subject, mention.relation = Subject.PATIENT, ""
+    if attrs["action"] == "taking" and re.search(r"\b(?:gave|giving|handed|lent)\s+me\b", after):
+        attrs["action"] = "started"
+
+
+def _source_and_owner(attrs: dict[str, Any], res: ctx.ContextResult, low: str, turn: TurnInput, context_text: str) -> None:
+    """Where the drug came from (someone else, an outside clinician, over the counter) and whose it is."""
+    source = _source(low, attrs["drug"], res, turn)
+    if not source and attrs["action"] in ("started", "changed_dose") and _OUTSIDE.search(context_text):
+        source = "outside_clinician"  # "she added a pill" after "I saw a specialist"
+    if source:
+        attrs["source"] = source
+    if res.owner:
+        attrs["owner"] = res.owner
 
 
 def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hits: list[Hit], triggers: list,

@@ -1,14 +1,37 @@
-"""A turn's sentences: the clause around a mention and the time a sentence gives."""
+"""A turn's sentences: the terminology's hits in each, the clause around a mention and the time a sentence gives."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 
 from reconcile_app.narrative.types import EventTime
+from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon
 
 from ..clauses import _UNSET, Sentence
 from ..temporal import resolve
 from .state import TurnState
+
+
+def _sentence_hits(state: TurnState, sent: Sentence, lex: Lexicon, overlay: dict) -> list[Hit]:
+    """The terminology's hits in a sentence, in text order: phrases (the record's first), a symptom before its site
+    ("pressure in my chest"), and words one edit from a drug name; every near miss is kept as a candidate of the turn."""
+    tokens = sent.tokens
+    hits = lex.match(sent.low, tokens, overlay)
+    hits += lex.match_inverted(sent.low, tokens, hits)
+    sent.hits = hits
+    matched = {i for h in hits for i in range(h.tok_start, h.tok_end)}
+    for cand in lex.near_misses(tokens, matched):
+        state.candidates.append({"term": cand.term, "suggestion": cand.suggestion, "kind": cand.kind,
+                                 "score": cand.score, "admitted": cand.admitted})
+        if cand.admitted:
+            entry = next((e for e in lex.phrases.get(cand.suggestion, ()) if e.kind == "drug"), None)
+            if entry is None:
+                entry = Entry("drug", cand.suggestion, "drug_ner", "near match", drug_class=lex.class_of(cand.suggestion))
+            idx = next(i for i, t in enumerate(tokens) if t[1] == cand.start)
+            hits.append(Hit(cand.start, cand.end, idx, idx + 1, cand.term, (replace(entry, detail="near match"),)))
+    hits.sort(key=lambda h: h.start)
+    return hits
 
 
 def _clause_around(sent: Sentence, start: int, end: int) -> str:

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from reconcile_app.narrative.types import Subject
+from reconcile_app.terminology.lexicon import Hit
 
 from .. import context as ctx
 from ..clauses import Sentence
 from ..cues import cue_pattern, cue_words
-from .state import TurnState
+from .state import Mention, TurnState
 
 
 _CAPITAL_NOT_NAME = cue_words("capital_not_name")
@@ -71,18 +75,6 @@ def _neutral_follow_up(coach: TurnState) -> bool:
 
 
 _THIRD_PERSON_SUBJECT = cue_words("third_person_subject")
-
-
-def _carry_after(people: list, carry: str) -> str:
-    """The experiencer a following fragment inherits: the last other person, unless the patient spoke of themself."""
-    if not people:
-        return carry
-    last = [p for p in people if p.kind in ("self", "other", "owner")]
-    if not last:
-        return carry
-    if any(p.kind == "self" for p in last):
-        return ""
-    return last[-1].relation or carry
 
 
 def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
@@ -153,3 +145,95 @@ def _quoted_speakers(sent: Sentence, people: list) -> list:
         people = [ctx.Person(p.index, "other", speaker.relation) if p.kind == "self" and first <= p.index < last else p
                   for p in people]
     return people
+
+
+@dataclass
+class Discourse:
+    """Whom a patient turn's sentences are about as it goes on: the other person the answer is about (asked by the
+    coach or carried from the last message) until the patient speaks of themself, the last relation named, the other
+    person the previous sentence spoke of, and the experiencer it ended on."""
+
+    clinician_context: bool
+    carry: str
+    asked_other: bool
+    last_relation: str = ""
+    prev_other: str = ""
+    prev_other_health: bool = False
+    prev_tail: str = ""
+
+
+def _discourse_at(previous: list[TurnState]) -> Discourse:
+    """The discourse a patient turn starts in, from the turns before it."""
+    carry = _asked_about_other(previous)
+    if not carry and previous and previous[-1].turn.speaker == "patient":
+        carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
+    if not carry and len(previous) >= 2 and previous[-1].turn.speaker != "patient" and \
+            previous[-2].turn.speaker == "patient" and previous[-2].tail_other and _neutral_follow_up(previous[-1]):
+        # "My brother was in the hospital." - "Oh no, what happened?" - "Heart attack. Two stents.": the
+        # coach's follow-up does not turn to the patient, so the answer is still about the brother
+        carry = previous[-2].tail_other
+    return Discourse(_clinician_context(previous), carry, bool(carry))
+
+
+def _sentence_people(d: Discourse, sent: Sentence, words: list[str], names: set[int], hits: list[Hit]) -> list[ctx.Person]:
+    """The people a sentence speaks of, in order: its own experiencer cues (not inside a terminology hit), the person
+    the discourse carries, speakers of quoted words, then a family history."""
+    skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
+    people = ctx.find_people(words, names, d.clinician_context, skip=skip, relation_hint=d.carry or d.last_relation)
+    d.last_relation = next((p.relation for p in reversed(people) if p.kind in ("other", "owner")
+                            and p.relation not in ("", "other person")), d.last_relation)
+    people = _inherited_experiencer(d, people, words)
+    people = _quoted_speakers(sent, people)
+    people = _family_history(sent, words, people)
+    if any(p.kind == "self" for p in people):
+        d.carry = ""
+    others = [p for p in people if p.kind in ("other", "owner")]
+    d.prev_other = "" if any(p.kind == "self" for p in people) else (others[-1].relation if others else "")
+    return people
+
+
+def _inherited_experiencer(d: Discourse, people: list[ctx.Person], words: list[str]) -> list[ctx.Person]:
+    """A sentence with no experiencer of its own inherits one from the discourse (the first rule that applies)."""
+    if d.carry and not any(p.kind == "self" for p in people):
+        # the coach asked about someone else ("How's your husband?"): the answer is about them
+        # until the patient speaks of themself
+        return [ctx.Person(-1, "other", d.carry)] + people
+    if d.prev_other and not people and len(words) <= 8 and not (set(words) & _FINITE_VERBS):
+        # a verbless fragment right after a sentence about someone else ("Grandma's on hospice. Morphine
+        # every few hours.") continues it; fragments with a verb are usually the patient's own
+        return [ctx.Person(-1, "other", d.prev_other)]
+    if d.prev_tail and (d.prev_other_health or d.asked_other) and not any(p.kind == "self" for p in people) and \
+            not any(p.kind in ("other", "owner") and p.relation not in ("", "other person", d.prev_tail) for p in people):
+        # "Took Dad to his checkup. BP was 170/95 so they added amlodipine.": right after a sentence about
+        # someone else's health, a sentence with no experiencer of its own goes on about them
+        return [ctx.Person(-1, "other", d.prev_other)] + people
+    return people
+
+
+def _family_history(sent: Sentence, words: list[str], people: list[ctx.Person]) -> list[ctx.Person]:
+    """"X runs in my family", "family history of X": relatives' conditions unless the patient claims it too; a
+    first-person clause after it ("so I'm due for...") is the patient's again."""
+    fam = _FAMILY_HISTORY.search(sent.low)
+    if not fam:
+        return people
+    tokens = sent.tokens
+    own = bool(_OWN_CLAIM.search(sent.low))
+    fam_end = next((k for k, t in enumerate(tokens) if t[1] >= fam.end()), len(tokens))
+    fam_end = next((k for k in range(fam_end, len(words)) if ctx._is_terminator(words, k)), fam_end)
+    return [ctx.Person(-1, "other", "family")] + [p for p in people if p.kind != "self" or own or p.index >= fam_end]
+
+
+def _after_sentence(d: Discourse, people: list[ctx.Person], found: list[Mention]) -> None:
+    """What the next sentence may inherit: whether the one before spoke of another person's health, and the
+    experiencer it ended on ("I'm so worried about him.")."""
+    d.prev_other_health = bool(d.prev_other) and any(m.subject == Subject.OTHER for m in found)
+    tail = [p for p in people if p.kind in ("self", "other", "owner")]
+    d.prev_tail = tail[-1].relation or "other person" if tail and tail[-1].kind != "self" else ""
+
+
+def _close_turn(d: Discourse, state: TurnState) -> None:
+    """What the next turn may inherit: the other person the answer was still about, and the one it ended on when the
+    turn was about their health ("my brother was in the hospital")."""
+    state.carry_out = d.carry
+    if d.prev_tail and (_HEALTH_EVENT.search(state.low) or any(m.subject == Subject.OTHER for m in state.mentions)):
+        state.tail_other = d.prev_tail
