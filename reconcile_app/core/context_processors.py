@@ -31,15 +31,15 @@ def navigation(request: HttpRequest) -> dict:
     items = []
     launched = request.session.get("smart_patient_pk") if hasattr(request, "session") else None
     if Role.CLINICIAN in roles and launched:
+        try:  # the findings first: it is where a launch lands
+            items.append({"label": "Findings", "url": reverse("triage:patient_findings")})
+        except NoReverseMatch:
+            pass
         for label, name in LAUNCHED_PATIENT_NAV:
             try:
                 items.append({"label": label, "url": reverse(name, args=[launched])})
             except NoReverseMatch:
                 continue
-        try:
-            items.append({"label": "Findings", "url": reverse("triage:patient_findings")})
-        except NoReverseMatch:
-            pass
     for label, name, allowed in NAV:
         if roles & allowed:
             try:

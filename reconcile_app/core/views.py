@@ -24,7 +24,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return redirect("triage:queue")
     launch_patient = request.session.get("smart_patient_pk")
     if Role.CLINICIAN in roles and launch_patient:
-        return redirect(reverse("fhir:patient_detail", args=[launch_patient]))
+        return redirect("triage:patient_findings")  # the launched patient's open findings; the record is one tab away
     return render(request, "core/home.html", {"roles": roles})
 
 

@@ -38,7 +38,7 @@ from .forms import (
     QueueFilterForm,
     RoutingRuleForm,
 )
-from .models import RoutingRule, TriageAlert, TriageItem
+from .models import OPEN_STATUSES, RoutingRule, TriageAlert, TriageItem
 from .presenters import action_view, alert_email_text, filter_selects, queue_rows, select_html, writeback_view
 
 STAFF = (Role.NURSE, Role.ADMIN)
@@ -286,8 +286,11 @@ def patient_findings(request: AppHttpRequest) -> HttpResponse:
     patient = patient_get_for_user(request=request, patient_pk=patient_pk)
     items = list(selectors.triage_patient_items(patient_pk=patient.pk))
     audit_record(request=request, action="triage.patient_findings_view", patient_pk=patient.pk, details={"rows": len(items)})
+    # open findings are what a clinician acts on; decided ones stay one section below for the history
+    open_items = [i for i in items if i.status in OPEN_STATUSES]
     return render(request, "triage/patient_findings.html", {
-        "items": items, "patient": patient, "banner_template": _template_or("fhir/_patient_banner.html", ""),
+        "items": items, "open_items": open_items, "decided_items": [i for i in items if i.status not in OPEN_STATUSES],
+        "patient": patient, "banner_template": _template_or("fhir/_patient_banner.html", ""),
     })
 
 
