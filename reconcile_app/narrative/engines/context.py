@@ -312,104 +312,165 @@ class Person:
 
 def find_people(words: list[str], names: set[int] | None = None, clinician_context: bool = False,
                 skip: set[int] | None = None, relation_hint: str = "") -> list[Person]:
-    """Experiencer triggers in token order. `names` are token indexes of capitalised person names."""
-    names = names or set()
-    skip = skip or set()
-    out: list[Person] = []
-    last_relation = relation_hint  # "How's your son?" -> "he" in the answer is the son
-    last_was_clinician = clinician_context
-    n = len(words)
+    """Experiencer triggers in token order. `names` are token indexes of capitalised person names.
+
+    Each token, its relation word normalised (`_relation_form`), goes to the first rule of _PERSON_RULES that takes
+    it: a clinician, a relative or a named person, "they" after a relative, a third-person pronoun, a first-person word.
+    """
+    scan = _Scan(words, names or set(), skip or set(), relation_hint, clinician_context)  # "How's your son?" -> "he" is the son
     for i, w in enumerate(words):
-        if i in skip:
+        if i in scan.skip:
             continue
-        base = w[:-2] if w.endswith("'s") else w
-        if "-" in base and base not in RELATIONS and base.rsplit("-", 1)[-1] in RELATIONS:
-            base = base.rsplit("-", 1)[-1]  # "ex-husband", "step-dad", "great-aunt", "half-sister"
-            w = base + ("'s" if w.endswith("'s") else "")
-        elif base in ("half", "other") and i > 0 and words[i - 1] in ("better", "other", "significant"):
-            base = "spouse"  # "my better half", "my significant other"
-            w = base + ("'s" if w.endswith("'s") else "")
-        if base in ("gf", "bf") and i + 1 < n and words[i + 1] in _GF_FOODS:
-            continue  # "gf" before a food word is gluten-free, not a girlfriend
-        if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS:
-            if i + 1 < n and words[i + 1] not in _VERBISH:
-                base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe
-            else:
-                base = base[:-1]  # "the twins both had...": a plural relation
-        possessive = w.endswith("'s") or (w.endswith("s") and base in RELATIONS)
-        if base in CLINICIANS:
-            if i > 0 and words[i - 1] in ("his", "her", "their"):
-                continue  # "his doctor": the other person's clinician, the pronoun already counted
-            nxt2 = words[i + 1 : i + 3]
-            if (nxt2[:1] in (["takes"], ["took"], ["uses"]) and nxt2[1:] != ["me"] and nxt2[1:] != ["my"]) or \
-                    nxt2 in (["is", "on"], ["was", "on"]):
-                # "my doctor's nurse takes Lipitor too": a clinician speaking of their own health is another person
-                out.append(Person(i, "other", base))
-                last_relation = base
-                last_was_clinician = False
-                continue
-            last_was_clinician = True
-            out.append(Person(i, "clinician", base))
+        form = _relation_form(words, i, w)
+        if form is None:
             continue
-        if base in RELATIONS or i in names:
-            relation = base if base in RELATIONS else "named person"
-            # "my sister's" / "hector's" right before the target: an owner, weak against an earlier SELF
-            if w.endswith("'s") and i + 1 < n and words[i + 1] not in {"been", "got", "on", "taking", "had", "is", "not"}:
-                out.append(Person(i, "owner", relation))
-            else:
-                out.append(Person(i, "other", relation))
-            last_relation = relation
-            last_was_clinician = False
-            continue
-        if w in ("they", "them", "their", "theirs", "they're", "theyre") and last_relation and not last_was_clinician:
-            out.append(Person(i, "other", last_relation))
-            continue
-        if w in OTHER_PRONOUNS:
-            if w in ("him", "himself", "herself") or (w == "his" and i + 1 < n and words[i + 1] in CLINICIANS):
-                # an object or another person's clinician: never the patient's own clinician talking
-                out.append(Person(i, "other", last_relation or "other person"))
-                continue
-            window = words[i + 1 : i + 4]
-            prescribing = any(v in _PRESCRIBER_VERBS for v in window)
-            to_me = any(v in _ME_OBJECTS for v in words[i + 1 : i + 7])
-            strong = any(v in _STRONG_PRESCRIBER for v in window)
-            nxt = words[i + 1] if i + 1 < n else ""
-            # A clinician acts on the patient ("she added", "he told me"); "she has", "he's on" is someone's own health.
-            if (prescribing and (to_me or strong)) or (last_was_clinician and (nxt in _PRESCRIBER_VERBS or nxt in _SPEECH)):
-                out.append(Person(i, "clinician", "clinician"))
-                continue
-            if w in {"her", "his"} and i > 0 and words[i - 1] in {"use", "used", "borrowed", "with", "to", "for"} and not last_relation:
-                continue  # "made me use her cuff": an object, not an experiencer
-            if w in {"her", "his"} and i + 1 < n and words[i + 1] not in RELATIONS and words[i + 1] not in CLINICIANS:
-                out.append(Person(i, "owner", last_relation or "other person"))  # "some of her Xanax"
-                continue
-            out.append(Person(i, "other", last_relation or "other person"))
-            continue
-        nxt_base = words[i + 1] if i + 1 < n else ""
-        nxt_base = nxt_base[:-2] if nxt_base.endswith("'s") else nxt_base
-        if w in ("mine", "ours") and i > 0 and words[i - 1] == "of":
-            continue  # "a friend of mine takes...": the friend, not the patient
-        if w in ("me", "us") and i > 0 and words[i - 1] in _PREPOSITIONS:
-            continue  # "the lady next to me had a stroke": an object of a preposition is not the experiencer
-        if w in ("my", "our") and i > 0 and words[i - 1] in ("in", "from", "at", "of", "on") and \
-                any(p.kind in ("other", "owner") for p in out[-2:]):
-            continue  # "a lady in my walking group has...": "my" modifies where the other person is
-        if w in ("my", "our") and i + 1 in skip and out and out[-1].kind in ("other", "owner") and \
-                any(words[k] in _TOOK_VERBS for k in range(out[-1].index + 1, i)):
-            continue  # "my brother has been taking my oxycodone": "my" owns the drug, the brother takes it
-        if w in ("my", "our") and nxt_base in ("age", "generation", "years") and any(p.kind in ("other", "owner") for p in out):
-            continue  # "a lot of people my age get shingles": "my" places the others, it is not the experiencer
-        if w in ("my", "our") and nxt_base in _INSTRUMENTS and any(p.kind in ("other", "owner") for p in out):
-            continue  # "checked my dad's pressure with my cuff": the patient's device, not the experiencer
-        if w == "were" and not _WERE_AS_WE_ARE(words, i):
-            continue  # "her numbers were 180/110": the past tense, not a typed "we're"
-        if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
-                                                         or (i + 2 < n and words[i + 2] in RELATIONS))):
-            out.append(Person(i, "self", ""))
-            continue
-        if w == "ill" and i + 1 < n and words[i + 1] in _ILL_VERBS:
-            out.append(Person(i, "self", ""))
-    return out
+        w, base = form
+        for rule in _PERSON_RULES:
+            if rule(scan, i, w, base):
+                break
+    return scan.out
+
+
+@dataclass
+class _Scan:
+    """find_people's walk over a sentence: the people so far, the relation "they" and "he"/"she" refer to, and whether
+    the last person named was a clinician (whose "she added" is the clinician acting)."""
+
+    words: list[str]
+    names: set[int]
+    skip: set[int]  # tokens inside a terminology hit
+    last_relation: str
+    last_was_clinician: bool
+    out: list[Person] = field(default_factory=list)
+
+
+def _relation_form(words: list[str], i: int, w: str) -> tuple[str, str] | None:
+    """The token and its relation base, with chat forms of relation words undone; None for a word that is no person."""
+    n = len(words)
+    base = w[:-2] if w.endswith("'s") else w
+    if "-" in base and base not in RELATIONS and base.rsplit("-", 1)[-1] in RELATIONS:
+        base = base.rsplit("-", 1)[-1]  # "ex-husband", "step-dad", "great-aunt", "half-sister"
+        w = base + ("'s" if w.endswith("'s") else "")
+    elif base in ("half", "other") and i > 0 and words[i - 1] in ("better", "other", "significant"):
+        base = "spouse"  # "my better half", "my significant other"
+        w = base + ("'s" if w.endswith("'s") else "")
+    if base in ("gf", "bf") and i + 1 < n and words[i + 1] in _GF_FOODS:
+        return None  # "gf" before a food word is gluten-free, not a girlfriend
+    if base not in RELATIONS and base.endswith("s") and base[:-1] in RELATIONS:
+        if i + 1 < n and words[i + 1] not in _VERBISH:
+            base, w = base[:-1], base[:-1] + "'s"  # "my husbands ozempic": a possessive typed without the apostrophe
+        else:
+            base = base[:-1]  # "the twins both had...": a plural relation
+    return w, base
+
+
+def _clinician_person(scan: _Scan, i: int, w: str, base: str) -> bool:
+    """A clinician word: the patient's clinician acting, unless it is another's ("his doctor") or speaks of its own health."""
+    if base not in CLINICIANS:
+        return False
+    words = scan.words
+    if i > 0 and words[i - 1] in ("his", "her", "their"):
+        return True  # "his doctor": the other person's clinician, the pronoun already counted
+    nxt2 = words[i + 1 : i + 3]
+    if (nxt2[:1] in (["takes"], ["took"], ["uses"]) and nxt2[1:] != ["me"] and nxt2[1:] != ["my"]) or \
+            nxt2 in (["is", "on"], ["was", "on"]):
+        # "my doctor's nurse takes Lipitor too": a clinician speaking of their own health is another person
+        scan.out.append(Person(i, "other", base))
+        scan.last_relation = base
+        scan.last_was_clinician = False
+        return True
+    scan.last_was_clinician = True
+    scan.out.append(Person(i, "clinician", base))
+    return True
+
+
+def _relative_person(scan: _Scan, i: int, w: str, base: str) -> bool:
+    """A relation word or a person's name: another person, or an owner when possessive right before the target."""
+    if base not in RELATIONS and i not in scan.names:
+        return False
+    words = scan.words
+    relation = base if base in RELATIONS else "named person"
+    # "my sister's" / "hector's" right before the target: an owner, weak against an earlier SELF
+    if w.endswith("'s") and i + 1 < len(words) and words[i + 1] not in {"been", "got", "on", "taking", "had", "is", "not"}:
+        scan.out.append(Person(i, "owner", relation))
+    else:
+        scan.out.append(Person(i, "other", relation))
+    scan.last_relation = relation
+    scan.last_was_clinician = False
+    return True
+
+
+def _they_person(scan: _Scan, i: int, w: str, base: str) -> bool:
+    """"they"/"them" after a relative (not after a clinician) is that relative."""
+    if w in ("they", "them", "their", "theirs", "they're", "theyre") and scan.last_relation and not scan.last_was_clinician:
+        scan.out.append(Person(i, "other", scan.last_relation))
+        return True
+    return False
+
+
+def _pronoun_person(scan: _Scan, i: int, w: str, base: str) -> bool:
+    """A third-person pronoun: a clinician acting on the patient, an owner ("some of her Xanax"), or another person."""
+    if w not in OTHER_PRONOUNS:
+        return False
+    words, n, other = scan.words, len(scan.words), scan.last_relation or "other person"
+    if w in ("him", "himself", "herself") or (w == "his" and i + 1 < n and words[i + 1] in CLINICIANS):
+        # an object or another person's clinician: never the patient's own clinician talking
+        scan.out.append(Person(i, "other", other))
+        return True
+    window = words[i + 1 : i + 4]
+    prescribing = any(v in _PRESCRIBER_VERBS for v in window)
+    to_me = any(v in _ME_OBJECTS for v in words[i + 1 : i + 7])
+    strong = any(v in _STRONG_PRESCRIBER for v in window)
+    nxt = words[i + 1] if i + 1 < n else ""
+    # A clinician acts on the patient ("she added", "he told me"); "she has", "he's on" is someone's own health.
+    if (prescribing and (to_me or strong)) or (scan.last_was_clinician and (nxt in _PRESCRIBER_VERBS or nxt in _SPEECH)):
+        scan.out.append(Person(i, "clinician", "clinician"))
+    elif w in {"her", "his"} and i > 0 and words[i - 1] in {"use", "used", "borrowed", "with", "to", "for"} and not scan.last_relation:
+        pass  # "made me use her cuff": an object, not an experiencer
+    elif w in {"her", "his"} and i + 1 < n and words[i + 1] not in RELATIONS and words[i + 1] not in CLINICIANS:
+        scan.out.append(Person(i, "owner", other))  # "some of her Xanax"
+    else:
+        scan.out.append(Person(i, "other", other))
+    return True
+
+
+def _self_person(scan: _Scan, i: int, w: str, base: str) -> bool:
+    """A first-person word is the patient, unless it only places or owns something of another person."""
+    words, n = scan.words, len(scan.words)
+    nxt_base = words[i + 1] if i + 1 < n else ""
+    nxt_base = nxt_base[:-2] if nxt_base.endswith("'s") else nxt_base
+    if _not_the_experiencer(scan, i, w, nxt_base):
+        return True
+    if w in SELF_WORDS or (w in ("my", "our") and not (nxt_base in RELATIONS or nxt_base.rstrip("s") in RELATIONS
+                                                     or (i + 2 < n and words[i + 2] in RELATIONS))):
+        scan.out.append(Person(i, "self", ""))
+    elif w == "ill" and i + 1 < n and words[i + 1] in _ILL_VERBS:
+        scan.out.append(Person(i, "self", ""))
+    return True
+
+
+def _not_the_experiencer(scan: _Scan, i: int, w: str, nxt_base: str) -> bool:
+    """First-person words that are not the experiencer: objects of a preposition, "my" placing or owning for another."""
+    words, out = scan.words, scan.out
+    if w in ("mine", "ours") and i > 0 and words[i - 1] == "of":
+        return True  # "a friend of mine takes...": the friend, not the patient
+    if w in ("me", "us") and i > 0 and words[i - 1] in _PREPOSITIONS:
+        return True  # "the lady next to me had a stroke": an object of a preposition is not the experiencer
+    if w in ("my", "our") and i > 0 and words[i - 1] in ("in", "from", "at", "of", "on") and \
+            any(p.kind in ("other", "owner") for p in out[-2:]):
+        return True  # "a lady in my walking group has...": "my" modifies where the other person is
+    if w in ("my", "our") and i + 1 in scan.skip and out and out[-1].kind in ("other", "owner") and \
+            any(words[k] in _TOOK_VERBS for k in range(out[-1].index + 1, i)):
+        return True  # "my brother has been taking my oxycodone": "my" owns the drug, the brother takes it
+    if w in ("my", "our") and nxt_base in ("age", "generation", "years") and any(p.kind in ("other", "owner") for p in out):
+        return True  # "a lot of people my age get shingles": "my" places the others, it is not the experiencer
+    if w in ("my", "our") and nxt_base in _INSTRUMENTS and any(p.kind in ("other", "owner") for p in out):
+        return True  # "checked my dad's pressure with my cuff": the patient's device, not the experiencer
+    return w == "were" and not _WERE_AS_WE_ARE(words, i)  # "her numbers were 180/110": the past tense, not "we're"
+
+
+# find_people's decision order for one token: the first rule that takes it decides.
+_PERSON_RULES = (_clinician_person, _relative_person, _they_person, _pronoun_person, _self_person)
 
 
 _GF_FOODS = frozenset("bread pasta crackers flour options option version cookies pizza crust bagel bagels wrap wraps "
