@@ -7,6 +7,7 @@ from typing import Any
 
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.narrative.types import Assertion, MemoryCategory, Subject
+from reconcile_app.terminology.concepts import allergen_families
 from reconcile_app.terminology.lexicon import Entry, Hit
 
 from .. import context as ctx
@@ -95,12 +96,7 @@ def _allergy_frame(low: str, hit: Hit) -> bool:
                 or re.search(r"(allergic|allergy|allergies|reaction|react|sensitive|intolerant)\s+(?:to|from|with)\s+(?:the |my |any |all )?$", before))
 
 
-_ALLERGY_SYNONYMS = {
-    "sulfonamide": ("sulfa", "sulfonamide", "sulfamethoxazole"), "penicillin": ("penicillin", "amoxicillin", "ampicillin"),
-    "insect venom": ("bee", "wasp", "venom", "sting", "hornet", "yellow jacket"), "tree nut": ("nut", "cashew", "almond", "walnut", "pecan"),
-    "shellfish": ("shellfish", "shrimp", "crab", "lobster", "crustacean"), "nsaid": ("nsaid", "ibuprofen", "naproxen", "aspirin"),
-    "latex": ("latex", "rubber"), "peanut": ("peanut",), "cephalosporin": ("cephalosporin", "cephalexin", "cefdinir"),
-}
+_ALLERGY_SYNONYMS = allergen_families()  # "penicillin" -> penicillin, amoxicillin, ampicillin (terminology/data/allergens.json)
 
 
 def _allergy_keys(canonical: str, drug_class: str) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from reconcile_app.narrative.types import Assertion, MemoryCategory
+from reconcile_app.terminology.concepts import vaccine_names_by_disease
 
 from .. import context as ctx
 from ..cues import cue_pattern, cue_text, cue_words
@@ -15,13 +16,7 @@ from .state import Mention, SentenceScope
 _PROC_NOUN = cue_pattern("proc_noun")
 _VACCINE_NAMES = cue_text("vaccine_names")
 _VACCINE_LIST = cue_pattern("vaccine_list")
-_VACCINE_CANON = {"influenza": "influenza vaccine", "zoster": "zoster vaccine", "pneumococcal": "pneumococcal vaccine",
-                  "pertussis": "pertussis vaccine", "meningococcal": "meningococcal vaccine", "varicella": "varicella vaccine",
-                  "flu": "influenza vaccine", "covid": "covid-19 vaccine", "covid-19": "covid-19 vaccine", "shingles": "zoster vaccine",
-                  "pneumonia": "pneumococcal vaccine", "tetanus": "tdap/td vaccine", "tdap": "tdap/td vaccine", "rsv": "rsv vaccine",
-                  "hep": "hepatitis vaccine", "hepatitis": "hepatitis vaccine", "hpv": "hpv vaccine", "whooping": "pertussis vaccine",
-                  "mmr": "mmr vaccine", "polio": "polio vaccine", "meningitis": "meningococcal vaccine", "chickenpox": "varicella vaccine",
-                  "measles": "mmr vaccine"}
+_VACCINE_CANON = vaccine_names_by_disease()  # "shingles" -> "zoster vaccine" (terminology/data/immunizations.json)
 _REMOVAL = cue_pattern("removal")
 # "had my IUD taken out", "got the stitches removed", "getting a port put in": object before the verb.
 _HAD_X_DONE = cue_pattern("had_x_done")
