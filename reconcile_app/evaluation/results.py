@@ -4,19 +4,48 @@ from __future__ import annotations
 from typing import Any
 
 from reconcile_app.fhir.models import Patient
-from reconcile_app.narrative.selectors import memory_list_for_session
-from reconcile_app.reconciliation.models import ReconciliationRun
+from reconcile_app.narrative.models import ExtractionRun, Memory
+from reconcile_app.reconciliation.models import Finding, ReconciliationRun
 from reconcile_app.transcripts.models import Session
 
 REF_KEYS = ("resourceType", "id", "system", "code")
 
 
+def _latest_done(runs: list[Any]) -> dict[int, Any]:
+    """The latest finished run per session (finished_at, then id), as memory_list_for_session picks it."""
+    def key(run: Any) -> tuple[float, int]:
+        return (run.finished_at.timestamp() if run.finished_at else float("-inf"), run.pk)
+
+    latest: dict[int, Any] = {}
+    for run in runs:
+        held = latest.get(run.session_id)
+        if held is None or key(run) > key(held):
+            latest[run.session_id] = run
+    return latest
+
+
 def results_for_patient(*, patient: Patient) -> dict[str, Any]:
+    """Five queries for the whole patient (sessions, runs of both kinds, memories, findings), where one
+    per session and kind was the rule: what production stored, read the way its selectors read it."""
+    sessions = list(Session.objects.filter(patient=patient, withdrawn_at__isnull=True).order_by("started_at", "id"))
+    ids = [s.pk for s in sessions]
+    extraction = _latest_done(list(ExtractionRun.objects.filter(session_id__in=ids, status=ExtractionRun.Status.DONE)
+                                   .only("id", "session_id", "finished_at")))
+    reconciliation = _latest_done(list(ReconciliationRun.objects.filter(session_id__in=ids, status=ReconciliationRun.Status.DONE)
+                                       .only("id", "session_id", "finished_at")))
+    by_run: dict[int, list[Memory]] = {}
+    for memory in (Memory.objects.filter(run_id__in=[r.pk for r in extraction.values()], origin=Memory.Origin.EXTRACTED)
+                   .exclude(status=Memory.Status.REVOKED).select_related("turn").order_by("seq")):
+        by_run.setdefault(memory.run_id, []).append(memory)
+    findings_by_run: dict[int, list[Finding]] = {}
+    for finding in (Finding.objects.filter(run_id__in=[r.pk for r in reconciliation.values()])
+                    .select_related("memory", "memory__turn").order_by("memory__seq", "id")):
+        findings_by_run.setdefault(finding.run_id, []).append(finding)
     memories: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
-    sessions = Session.objects.filter(patient=patient, withdrawn_at__isnull=True).order_by("started_at", "id")
     for session in sessions:
-        for memory in memory_list_for_session(session=session):
+        run = extraction.get(session.pk)
+        for memory in by_run.get(run.pk, []) if run is not None else []:
             memories.append({
                 "id": f"m{memory.pk}",
                 "session_id": session.external_id,
@@ -25,16 +54,8 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
                 "category": memory.category,
                 "content": memory.content,
             })
-        # The pipeline's run: a later re-evaluation (record or memory changed) covers only some memories.
-        run = (
-            ReconciliationRun.objects.filter(session=session, status=ReconciliationRun.Status.DONE,
-                                             purpose=ReconciliationRun.Purpose.PIPELINE)
-            .order_by("-finished_at", "-id")
-            .first()
-        )
-        if run is None:
-            continue
-        for finding in run.findings.select_related("memory", "memory__turn").order_by("memory__seq", "id"):
+        rrun = reconciliation.get(session.pk)
+        for finding in findings_by_run.get(rrun.pk, []) if rrun is not None else []:
             findings.append({
                 "id": f"f{finding.pk}",
                 "memory_id": f"m{finding.memory_id}",
