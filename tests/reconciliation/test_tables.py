@@ -98,7 +98,7 @@ PENDING_READING_VALUES = {
     "fasting": "true when the patient says the glucose reading was fasting (ADA diagnostic threshold 126 mg/dL)",
     "percent_best": "a peak-flow reading as a percent of the personal best the care plan states (NAEPP zones)",
 }
-MEASURE_VALUES = {"value", "value2", "celsius", "change_lb", "days", "intentional", "sex"} | set(PENDING_READING_VALUES)
+MEASURE_VALUES = {"value", "value2", "celsius", "change_lb", "pct_change", "days", "intentional", "sex"} | set(PENDING_READING_VALUES)
 
 
 def _rows(name: str) -> list[dict[str, Any]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .cues import cue_pattern, cue_rules
+
 
 @dataclass
 class Measurement:
@@ -17,6 +19,8 @@ class Measurement:
     qualifier: str = ""  # "usual" ("I'm usually in the 120s"), "range" ("in the 130s"), "below"/"above"
     setting: str = ""
     delta: bool = False  # weight change rather than a weight
+    baseline: float | None = None  # an earlier value the patient compares with ("I was 163 at the endo in December")
+    daily: bool = False  # readings tagged with successive days (a daily log)
 
     def attributes(self) -> dict:
         out: dict = {"kind": self.kind, "value": None if self.value is None else _clean(self.value), "unit": self.unit}
@@ -30,6 +34,10 @@ class Measurement:
             out["setting"] = self.setting
         if self.delta:
             out["change"] = True
+        if self.baseline is not None:
+            out["baseline"] = _clean(self.baseline)
+        if self.daily:
+            out["daily"] = True
         return out
 
 
@@ -88,6 +96,23 @@ _LAB = re.compile(r"\b(ejection fraction|ef|ldl|hdl|cholesterol|triglycerides|po
 _DRINKING = re.compile(r"\b(?:drinking|drink|drank|been drinking)\s+(a lot|every night|every day|daily|more|heavily|again|most nights|too much|a bunch)\b")
 _SLEEP = re.compile(r"\b(?:sleep(?:ing)?|slept|getting|get)\s+(?:only |maybe |about |like |around )?(\d{1,2}(?:\.\d)?)\s*(?:hours?|hrs?)\b")
 _PEAK_FLOW = re.compile(r"\bpeak flow\b\D{0,15}?(\d{2,3})\b")
+# home readings read through reviewed cues (narrative/data/cues/measurements.json)
+_WEIGHT_ANCHOR = cue_pattern("weight_anchor")
+_WEIGHT_NUMBER = cue_pattern("weight_number")
+_WEIGHT_STRONG_BEFORE = cue_pattern("weight_strong_before")
+_WEIGHT_STRONG_AFTER = cue_pattern("weight_strong_after")
+_WEIGHT_WEAK_BEFORE = cue_pattern("weight_weak_before")
+_WEIGHT_SERIES_GAP = cue_pattern("weight_series_gap")
+_WEIGHT_OTHER_UNIT = cue_pattern("weight_other_unit")
+_WEIGHT_PAST = [(re.compile(r["pattern"]), r["where"]) for r in cue_rules("weight_past")]
+_WEIGHT_DAYS = cue_pattern("weight_days_series")
+_WEIGHT_NOT_BODY = [(re.compile(r["pattern"]), r["where"]) for r in cue_rules("weight_not_body")]
+_HEART_ANCHOR = cue_pattern("heart_anchor")
+_HEART_DEVICE_READING = cue_pattern("heart_device_reading")
+_INR_CONTEXT = cue_pattern("inr_context")
+_VIRAL_LOAD = cue_pattern("viral_load")
+_GLUCOSE_ANCHOR = cue_pattern("glucose_anchor")
+_GLUCOSE_READ = cue_pattern("glucose_read")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|kiosk)\b")
 _CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
@@ -103,8 +128,12 @@ def _setting(text: str) -> str:
     return ""
 
 
-def find_measurements(low: str) -> list[Measurement]:
-    """Every measurement in a lowered turn; overlapping numbers are claimed once, most specific first."""
+def find_measurements(low: str, context: str = "") -> list[Measurement]:
+    """Every measurement in a lowered turn; overlapping numbers are claimed once, most specific first.
+
+    `context` is the text of the turns just before (the coach's question and the patient's previous message): bare
+    numbers that answer a question about sugars or weight are read as that measure.
+    """
     found: list[Measurement] = []
     claimed: list[tuple[int, int]] = []
 
@@ -124,7 +153,7 @@ def find_measurements(low: str) -> list[Measurement]:
         v = float(m.group(1))
         if 0.5 <= v <= 10 and free(m.start(1), m.end(1)):
             claim(Measurement("inr", v, m.start(), m.end(), unit="", setting=setting))
-    for key in _INR_DEVICE.finditer(low):
+    for key in [*_INR_DEVICE.finditer(low), *_INR_CONTEXT.finditer(low)]:
         # "the home INR meter ... it said 3.8": a device that only measures INR, the reading later in the turn
         for m in _READING.finditer(low, key.end(), min(len(low), key.end() + 220)):
             v = float(m.group(1))
@@ -136,6 +165,16 @@ def find_measurements(low: str) -> list[Measurement]:
         if 60 <= s <= 260 and 30 <= d <= 160 and s > d and free(m.start(), m.end()):
             claim(Measurement("blood_pressure", s, m.start(), m.end(), value2=d, unit="mm[Hg]", setting=setting,
                               qualifier="range" if m.group(2) or m.group(4) else ""))
+    for m in _SPO2.finditer(low):
+        v = float(m.group(1))
+        if 50 <= v <= 100 and free(m.start(1), m.end(1)):
+            claim(Measurement("spo2", v, m.start(), m.end(), unit="%", setting=setting))
+    for m in _HR.finditer(low):
+        g = 1 if m.group(1) else 2
+        v = float(m.group(g))
+        if 25 <= v <= 230 and free(m.start(g), m.end(g)):
+            claim(Measurement("heart_rate", v, m.start(), m.end(), unit="/min", setting=setting))
+    _heart_device_readings(low, setting, free, claim)
     for m in _BP_SINGLE.finditer(low):
         v = float(m.group(2))
         if 60 <= v <= 260 and free(m.start(2), m.end(2)):
@@ -153,19 +192,8 @@ def find_measurements(low: str) -> list[Measurement]:
         sign = 1 if m.group(3) in ("heavier", "up", "gained") else -1
         if v <= 200 and free(m.start(1), m.end(1)):
             claim(Measurement("weight", sign * v, m.start(), m.end(), unit=_wunit(m.group(2)), delta=True))
-    for m in _WEIGHT.finditer(low):
-        v = float(m.group(1))
-        if 60 <= v <= 700 and free(m.start(1), m.end(1)):
-            claim(Measurement("weight", v, m.start(), m.end(), unit=_wunit(m.group(2) or "lb")))
-    for m in _SPO2.finditer(low):
-        v = float(m.group(1))
-        if 50 <= v <= 100 and free(m.start(1), m.end(1)):
-            claim(Measurement("spo2", v, m.start(), m.end(), unit="%", setting=setting))
-    for m in _HR.finditer(low):
-        g = 1 if m.group(1) else 2
-        v = float(m.group(g))
-        if 25 <= v <= 230 and free(m.start(g), m.end(g)):
-            claim(Measurement("heart_rate", v, m.start(), m.end(), unit="/min", setting=setting))
+    _weights(low, free, claim)
+    _viral_load(low, setting, free, claim)
     for m in _TEMP.finditer(low):
         g = 1 if m.group(1) else 2
         v = float(m.group(g))
@@ -214,12 +242,105 @@ def find_measurements(low: str) -> list[Measurement]:
                 claim(Measurement(kind, None, m.start(), m.end(), unit="mg/dL" if kind == "glucose" else "mm[Hg]",
                                   qualifier=q, setting=setting))
                 break
+    if context and not found:
+        _answer_readings(low, context, free, claim)
     found.sort(key=lambda x: x.start)
     return found
 
 
 def _wunit(u: str) -> str:
     return "kg" if u.startswith("k") else "[lb_av]"
+
+
+def _weights(low: str, free, claim) -> None:
+    """Body weights read from a scale: one reading, a series, and an earlier value the patient compares them with.
+
+    A number is a weight when a scale, a weigh verb or a unit frames it (strong); "I was 163", "then 176" and the
+    like count only in a turn that already reports a weight that way (weak), so ages and counts stay out.
+    """
+    strong_spans = {m.start(1) for m in _WEIGHT.finditer(low)}
+    if not strong_spans and not _WEIGHT_ANCHOR.search(low):
+        return
+    found: list[tuple[re.Match, bool]] = []  # (number, strong)
+    for m in _WEIGHT_NUMBER.finditer(low):
+        after = low[m.end(1) : m.end(1) + 24]
+        if _WEIGHT_OTHER_UNIT.match(after) or not free(m.start(1), m.end(1)):
+            continue
+        before = low[max(0, m.start(1) - 40) : m.start(1)]
+        if any(rx.search(before) if where == "before" else rx.match(after) for rx, where in _WEIGHT_NOT_BODY):
+            continue  # a load or another body's pounds, not the patient's weight
+        strong = m.start(1) in strong_spans or bool(_WEIGHT_STRONG_BEFORE.search(before) or _WEIGHT_STRONG_AFTER.match(after))
+        if not strong and found and _WEIGHT_SERIES_GAP.match(low[found[-1][0].end(1) : m.start(1)]):
+            strong = True  # the next number of a list of weights ("171 on Sunday, 173 Monday")
+        weak = bool(_WEIGHT_WEAK_BEFORE.search(before))
+        if strong or weak:
+            found.append((m, strong))
+    if not any(strong for _, strong in found):
+        return
+    kg = bool(re.search(r"\b(?:kgs?|kilos?|kilograms?)\b", low)) and not re.search(r"\b(?:lbs?|pounds?)\b", low)
+    lo, hi = (30, 300) if kg else (70, 650)
+    readings = [(m, _weight_is_past(low, m)) for m, _ in found if lo <= float(m.group(1)) <= hi]
+    current = [float(m.group(1)) for m, past in readings if not past]
+    earlier = [float(m.group(1)) for m, past in readings if past]
+    if not current:
+        return
+    first, last = readings[0][0], readings[-1][0]
+    if not all(free(m.start(1), m.end(1)) for m, _ in readings):
+        return
+    daily = len(current) >= 3 and len(_WEIGHT_DAYS.findall(low[first.start(1) : last.end(1) + 20])) >= 2
+    # the earlier value the patient compares with, else the first of a series ("171 on Sunday ... 176 this morning")
+    baseline = earlier[0] if earlier else (current[0] if len(current) >= 2 else None)
+    claim(Measurement("weight", current[-1], first.start(1), last.end(1), unit="kg" if kg else "[lb_av]", values=current,
+                      baseline=baseline, daily=daily))
+
+
+def _answer_readings(low: str, context: str, free, claim) -> None:
+    """Bare numbers answering a question about one measure ("How are your sugars? ... Any numbers?" - "52 at practice,
+    41 thursday"): read as that measure when the turn names no measure of its own and the context names exactly one."""
+    if _GLUCOSE_ANCHOR.search(low) or _WEIGHT_ANCHOR.search(low) or _BP_WORD.search(low) or _HEART_ANCHOR.search(low):
+        return
+    kinds = [k for k, rx in (("glucose", _GLUCOSE_ANCHOR), ("weight", _WEIGHT_ANCHOR)) if rx.search(context)]
+    if len(kinds) != 1 or _BP_WORD.search(context) or _HEART_ANCHOR.search(context):
+        return
+    lo, hi = (20, 600) if kinds[0] == "glucose" else (70, 650)
+    nums = []
+    for m in _WEIGHT_NUMBER.finditer(low):
+        v = float(m.group(1))
+        if lo <= v <= hi and not _WEIGHT_OTHER_UNIT.match(low[m.end(1) : m.end(1) + 24]) and free(m.start(1), m.end(1)):
+            nums.append(m)
+    if not nums:
+        return
+    values = [float(m.group(1)) for m in nums]
+    unit = "mg/dL" if kinds[0] == "glucose" else "[lb_av]"
+    claim(Measurement(kinds[0], values[-1], nums[0].start(1), nums[-1].end(1), unit=unit, values=values,
+                      setting="home", daily=kinds[0] == "weight" and len(values) >= 3))
+
+
+def _weight_is_past(low: str, m: re.Match) -> bool:
+    before = low[max(0, m.start(1) - 30) : m.start(1)]
+    after = low[m.end(1) : m.end(1) + 40]
+    return any(rx.search(before) if where == "before" else rx.match(after) for rx, where in _WEIGHT_PAST)
+
+
+def _heart_device_readings(low: str, setting: str, free, claim) -> None:
+    """A pulse a cuff, watch or monitor shows as bare numbers, in a turn about the heart's rate or rhythm."""
+    if not _HEART_ANCHOR.search(low):
+        return
+    for m in _HEART_DEVICE_READING.finditer(low):
+        near = low[max(0, m.start() - 160) : m.end() + 120]
+        if not _HEART_ANCHOR.search(near) or _GLUCOSE_ANCHOR.search(low[max(0, m.start() - 60) : m.start()]):
+            continue
+        nums = [float(x) for x in re.findall(r"\d{2,3}", m.group(0))]
+        if not nums or not all(35 <= v <= 230 for v in nums) or not free(m.start(1), m.end()):
+            continue
+        claim(Measurement("heart_rate", max(nums), m.start(1), m.end(), unit="/min", values=nums, setting=setting or "home"))
+
+
+def _viral_load(low: str, setting: str, free, claim) -> None:
+    for m in _VIRAL_LOAD.finditer(low):
+        if free(m.start(1), m.end(1)):
+            claim(Measurement("viral_load", float(m.group(1).replace(",", "")), m.start(), m.end(), unit="{copies}/mL",
+                              setting=setting))
 
 
 def _glucose(low: str, setting: str, free, claim) -> None:
@@ -244,6 +365,27 @@ def _glucose(low: str, setting: str, free, claim) -> None:
             claim(Measurement("glucose", nums[-1], m.start(), m.end(), unit="mg/dL", values=nums, qualifier=q,
                               setting=setting or "home"))
             break
+    _glucose_reads(low, setting, free, claim)
+
+
+def _glucose_reads(low: str, setting: str, free, claim) -> None:
+    """Numbers the patient got or read in a turn about blood sugar, beyond the window of the sugar word itself
+    ("my mom's meter ... so I did it a few mornings, I got 141 on Tuesday and 148 on Thursday")."""
+    anchors = [a.end() for a in _GLUCOSE_ANCHOR.finditer(low)]
+    if not anchors:
+        return
+    reads = []
+    for m in _GLUCOSE_READ.finditer(low):
+        v = float(m.group(1))
+        before = low[max(0, m.start() - 80) : m.start()]
+        if not (40 <= v <= 700) or not free(m.start(1), m.end(1)) or not any(a <= m.start() <= a + 300 for a in anchors):
+            continue
+        if _HEART_ANCHOR.search(before) or _BP_WORD.search(before) or _WEIGHT_ANCHOR.search(before):
+            continue
+        reads.append(m)
+    if reads:
+        nums = [float(m.group(1)) for m in reads]
+        claim(Measurement("glucose", nums[-1], reads[0].start(), reads[-1].end(), unit="mg/dL", values=nums, setting=setting or "home"))
 
 
 def _tobacco(low: str, free, claim) -> None:

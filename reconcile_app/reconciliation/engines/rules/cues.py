@@ -181,3 +181,15 @@ PAST_EXPRESSION = pattern("past_expression")
 
 
 LAB_KINDS = tuple(_CUES["lab_kinds"]["words"])
+
+
+FASTING = pattern("fasting")
+
+
+WEIGHT_INTENT = pattern("weight_intent")
+
+
+WEIGHT_INTENT_DENIED = pattern("weight_intent_denied")
+
+
+WEIGHT_LOSS_GOAL = pattern("weight_loss_goal")
