@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 
 from reconcile_app.fhir.clinical import ClinicalRecord
-from reconcile_app.narrative.types import MemoryCategory, MemoryDraft, SessionInput, Subject, TurnInput
-from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon, default_lexicon, lower_same_length, record_overlay
+from reconcile_app.narrative.types import MemoryCategory, MemoryDraft, SessionInput, TurnInput
+from reconcile_app.terminology.lexicon import Hit, Lexicon, default_lexicon, lower_same_length, record_overlay
 
 from .. import context as ctx
 from ..base import Extractor
@@ -36,11 +35,9 @@ from .linking import _answer_about_coach_entity, _answer_fills_action, _burst_li
 from .measurement import _s_measurements
 from .medication import _s_generic_medications, _s_prescribed_unlisted
 from .mentions import _coaching_mentions, _s_lexicon
+from .sentences import _sentence_hits
 from .state import MAX_CHARS, Mention, SentenceScope, TurnState
-from .subject import (
-    _FAMILY_HISTORY, _FINITE_VERBS, _HEALTH_EVENT, _OWN_CLAIM, _asked_about_other, _clinician_context, _names,
-    _neutral_follow_up, _quoted_speakers,
-)
+from .subject import _after_sentence, _close_turn, _discourse_at, _names, _sentence_people
 
 logger = logging.getLogger(__name__)
 
@@ -132,91 +129,30 @@ class RulesExtractor(Extractor):
 
 
 def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, previous: list[TurnState]) -> TurnState:
+    """One turn: a coach's is read for its hits only; a patient's sentence by sentence, in the decision order above."""
     text = turn.text if isinstance(turn.text, str) else ""
     low = lower_same_length(text[:MAX_CHARS])
-    sentences = split_sentences(low)
-    state = TurnState(turn, index, low, sentences)
+    state = TurnState(turn, index, low, split_sentences(low))
     if turn.speaker != "patient":
         # Coach turns are read for context (questions, drug names) but never produce memories.
-        for sent in sentences:
+        for sent in state.sentences:
             sent.hits = lex.match(sent.low, sent.tokens, overlay)
         return state
-    clinician_context = _clinician_context(previous)
-    prev_other = ""
-    prev_other_health = False
-    prev_tail = ""
-    carry = _asked_about_other(previous)
-    if not carry and previous and previous[-1].turn.speaker == "patient":
-        carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
-    if not carry and len(previous) >= 2 and previous[-1].turn.speaker != "patient" and \
-            previous[-2].turn.speaker == "patient" and previous[-2].tail_other and _neutral_follow_up(previous[-1]):
-        # "My brother was in the hospital." - "Oh no, what happened?" - "Heart attack. Two stents.": the
-        # coach's follow-up does not turn to the patient, so the answer is still about the brother
-        carry = previous[-2].tail_other
-    asked_other = bool(carry)
-    last_relation = ""
+    discourse = _discourse_at(previous)
     state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
     # the previous two turns (a coach's question and the patient's message before it) let bare numbers answer them
     measurements = find_measurements(low, context=" ".join(p.low for p in previous[-2:]))
-    for sent in sentences:
-        tokens = sent.tokens
-        words = ctx.mark_clause_final([t for t, _, _ in tokens], tokens, sent.low)
-        hits = lex.match(sent.low, tokens, overlay)
-        hits += lex.match_inverted(sent.low, tokens, hits)
-        sent.hits = hits
-        matched = {i for h in hits for i in range(h.tok_start, h.tok_end)}
-        for cand in lex.near_misses(tokens, matched):
-            state.candidates.append({"term": cand.term, "suggestion": cand.suggestion, "kind": cand.kind,
-                                     "score": cand.score, "admitted": cand.admitted})
-            if cand.admitted:
-                entry = next((e for e in lex.phrases.get(cand.suggestion, ()) if e.kind == "drug"), None)
-                if entry is None:
-                    entry = Entry("drug", cand.suggestion, "drug_ner", "near match", drug_class=lex.class_of(cand.suggestion))
-                idx = next(i for i, t in enumerate(tokens) if t[1] == cand.start)
-                hits.append(Hit(cand.start, cand.end, idx, idx + 1, cand.term, (replace(entry, detail="near match"),)))
-        hits.sort(key=lambda h: h.start)
+    for sent in state.sentences:
+        words = ctx.mark_clause_final([t for t, _, _ in sent.tokens], sent.tokens, sent.low)
+        hits = _sentence_hits(state, sent, lex, overlay)
         names = _names(text, sent, words)
         triggers = ctx.find_assertion_triggers(words)
-        skip = {i for h in hits for i in range(h.tok_start, h.tok_end)}
-        people = ctx.find_people(words, names, clinician_context, skip=skip, relation_hint=carry or last_relation)
-        last_relation = next((p.relation for p in reversed(people) if p.kind in ("other", "owner")
-                              and p.relation not in ("", "other person")), last_relation)
-        if carry and not any(p.kind == "self" for p in people):
-            # the coach asked about someone else ("How's your husband?"): the answer is about them
-            # until the patient speaks of themself
-            people = [ctx.Person(-1, "other", carry)] + people
-        elif prev_other and not people and len(words) <= 8 and not (set(words) & _FINITE_VERBS):
-            # a verbless fragment right after a sentence about someone else ("Grandma's on hospice. Morphine
-            # every few hours.") continues it; fragments with a verb are usually the patient's own
-            people = [ctx.Person(-1, "other", prev_other)]
-        elif prev_tail and (prev_other_health or asked_other) and not any(p.kind == "self" for p in people) and \
-                not any(p.kind in ("other", "owner") and p.relation not in ("", "other person", prev_tail) for p in people):
-            # "Took Dad to his checkup. BP was 170/95 so they added amlodipine.": right after a sentence about
-            # someone else's health, a sentence with no experiencer of its own goes on about them
-            people = [ctx.Person(-1, "other", prev_other)] + people
-        people = _quoted_speakers(sent, people)
-        fam = _FAMILY_HISTORY.search(sent.low)
-        if fam:
-            # "X runs in my family", "family history of X": relatives' conditions unless the patient claims it
-            # too; a first-person clause after it ("so I'm due for...") is the patient's again
-            own = bool(_OWN_CLAIM.search(sent.low))
-            fam_end = next((k for k, t in enumerate(tokens) if t[1] >= fam.end()), len(tokens))
-            fam_end = next((k for k in range(fam_end, len(words)) if ctx._is_terminator(words, k)), fam_end)
-            people = [ctx.Person(-1, "other", "family")] + [p for p in people if p.kind != "self" or own or p.index >= fam_end]
-        if any(p.kind == "self" for p in people):
-            carry = ""
-        others = [p for p in people if p.kind in ("other", "owner")]
-        prev_other = "" if any(p.kind == "self" for p in people) else (others[-1].relation if others else "")
+        people = _sentence_people(discourse, sent, words, names, hits)
         sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
         found = _sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex)
-        prev_other_health = bool(prev_other) and any(m.subject == Subject.OTHER for m in found)
-        # the experiencer the sentence ends on ("I'm so worried about him."): the next sentence may go on about them
-        tail = [p for p in people if p.kind in ("self", "other", "owner")]
-        prev_tail = tail[-1].relation or "other person" if tail and tail[-1].kind != "self" else ""
+        _after_sentence(discourse, people, found)
         state.mentions.extend(found)
-    state.carry_out = carry
-    if prev_tail and (_HEALTH_EVENT.search(low) or any(m.subject == Subject.OTHER for m in state.mentions)):
-        state.tail_other = prev_tail
+    _close_turn(discourse, state)
     _coaching_mentions(state)
     return state
 
