@@ -13,6 +13,10 @@ from reconcile_app.reconciliation.matching import (
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
 
 from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP
+from .plantext import (
+    PlanItem, ambiguous_for, disuse_in, done_by_patient, habit_in, intake_in, item_active, mentions, number_value, plan_items, quantities,
+    vocabulary,
+)
 from .verdict import CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _clip
 
 
@@ -85,15 +89,16 @@ class CarePlanRules:
         return None
 
     def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
-        """In order: a delivery device taken off, an abandoned therapy, a lapsed plan activity, a restriction run into,
-        a diet broken, a medicine named in the activity, a red flag; otherwise routine."""
+        """In order: a delivery device taken off, an abandoned therapy, what the plan's own text asks or forbids (a
+        device left unused, a limit exceeded, a forbidden activity, the foods of its diet), a lapsed plan activity, a
+        restriction run into, a diet broken, a medicine named in the activity, a red flag; otherwise routine."""
         device = self._device_stopped(m, ctx)
         if device is not None:
             return device
         quote = regex_text(m.quote)
         stopped = (_attr(m, "action").lower() in ("stopped", "skipped") or bool(STOP.search(quote)) or m.assertion == Assertion.NEGATED
                    or any(p.search(quote) for p in self.kb.lapse))
-        found = self._therapy_abandoned(m, ctx, stopped) or self._activity_lapse(m, ctx, stopped)
+        found = self._therapy_abandoned(m, ctx, stopped) or self._plan_conflict(m, ctx) or self._activity_lapse(m, ctx, stopped)
         if found is not None:
             return found
         if m.assertion in (Assertion.NEGATED, Assertion.HISTORICAL):
@@ -202,7 +207,11 @@ class CarePlanRules:
         return None
 
     def _diet_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
-        """A habitual food or drink against a documented diet (a low-salt plan and fast food every day)."""
+        """A habitual food or drink against a documented diet (a low-salt plan and fast food every day); first what the
+        plan's own text asks or forbids, which a lifestyle memory also meets ("it's been in the closet since May")."""
+        planned = self._plan_conflict(m, ctx)
+        if planned is not None:
+            return planned
         if m.assertion != Assertion.AFFIRMED:
             return None
         lapse = self._diet_lapse(m, ctx)
@@ -221,6 +230,163 @@ class CarePlanRules:
                             "Patient reports a habit that goes against the documented diet in the care plan.")
                 return v.cite(plans[0])
         return None
+
+
+    # --- the plan's own text (plantext.py): devices, forbidden activities, limits, the foods of a diet -----------
+
+    def _plan_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """What the patient says against the plan's own instructions, in order: a device it asks for left unused, an
+        amount over a limit it sets, an activity or food it forbids, the foods of its diet, a change it asks to avoid."""
+        if m.assertion not in (Assertion.AFFIRMED, Assertion.NEGATED):
+            return None
+        items = tuple(i for i in plan_items(ctx.idx) if item_active(i, m.mention_time))
+        if not items:
+            return None
+        for rule in (self._device_unused, self._limit_exceeded, self._forbidden, self._diet_foods):
+            found = rule(m, ctx, items)
+            if found is not None:
+                return found
+        return None
+
+    def _device_unused(self, m: MemoryDraft, ctx: Context, items: tuple[PlanItem, ...]) -> Verdict | None:
+        """A device the plan asks the patient to use, said to be unused: stored away, never opened, expired, gone without."""
+        uses = [i for i in items if i.mode == "use"]
+        if not uses:
+            return None
+        concepts, reading = vocabulary()
+        ambiguous = ambiguous_for(tuple(uses))
+        allowed = {i.concept for i in uses}
+        own = mentions(m.quote, allowed, ambiguous)
+        around = ctx.around(m)
+
+        def names_device(text: str) -> bool:
+            return bool(mentions(text, allowed, ambiguous))
+
+        if not (own or disuse_in(m.quote, reading, lambda _: True)) or not disuse_in(around, reading, names_device):
+            return None
+        named = own or mentions(around, allowed, ambiguous)
+        item = next((i for i in uses if i.concept in named), None)
+        if item is None:
+            return None
+        concept = concepts[item.concept]
+        return self._plan_verdict(item, ctx, f"careplan-device-unused-{concept.id}",
+                                  f"The care plan asks: {_clip(item.clause, 110)}; the patient reports not using it ({concept.why}).")
+
+    def _limit_exceeded(self, m: MemoryDraft, ctx: Context, items: tuple[PlanItem, ...]) -> Verdict | None:
+        """An amount over the plan's own number: drinks a day, pounds lifted, feet of altitude, ounces of fluid."""
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        limits = [i for i in items if i.mode == "limit" and i.limit is not None]
+        if not limits:
+            return None
+        concepts, reading = vocabulary()
+        own = done_by_patient(m.quote, {i.concept for i in limits})
+        for item in limits:
+            if item.concept not in own:
+                continue
+            concept = concepts[item.concept]
+            said = _amount_said(concept.unit, regex_text(m.quote), regex_text(ctx.around(m)))
+            if said is None or said <= item.limit + 1e-6:
+                continue
+            return self._plan_verdict(item, ctx, f"careplan-limit-{concept.id}",
+                                      f"The care plan limits it: {_clip(item.clause, 110)}; the patient reports "
+                                      f"{said:g} {_UNIT_WORDS.get(concept.unit, concept.unit)} ({concept.why}).")
+        return None
+
+    def _forbidden(self, m: MemoryDraft, ctx: Context, items: tuple[PlanItem, ...]) -> Verdict | None:
+        """An activity, exposure or food the plan forbids outright, said as done (not denied, not only planned)."""
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        concepts, reading = vocabulary()
+        avoid = [i for i in items if i.mode == "avoid" and concepts[i.concept].kind != "food"
+                 or i.mode == "avoid" and concepts[i.concept].id in _FORBIDDEN_FOODS]
+        if not avoid:
+            return None
+        own = done_by_patient(m.quote, {i.concept for i in avoid})
+        for item in avoid:
+            if item.concept in own:
+                concept = concepts[item.concept]
+                return self._plan_verdict(item, ctx, f"careplan-forbidden-{concept.id}",
+                                          f"The care plan forbids it: {_clip(item.clause, 110)}; the patient reports doing it ({concept.why}).")
+        return None
+
+    def _diet_foods(self, m: MemoryDraft, ctx: Context, items: tuple[PlanItem, ...]) -> Verdict | None:
+        """The foods a plan's diet lists, eaten as a habit or several of them at once (a diet described by its foods);
+        for a plan that asks to keep a food steady, a new daily habit of it."""
+        if m.assertion != Assertion.AFFIRMED:
+            return None
+        concepts, reading = vocabulary()
+        diet = [i for i in items if concepts[i.concept].kind == "food" and i.mode in ("avoid", "limit", "steady")]
+        if not diet:
+            return None
+        own = done_by_patient(m.quote, {i.concept for i in diet})
+        if not own:
+            return None
+        around = ctx.around(m)
+        eaten = done_by_patient(around, {i.concept for i in diet}) | own
+        for item in sorted(diet, key=lambda i: i.mode != "steady"):
+            same_plan = {i.concept for i in diet if i.careplan.id == item.careplan.id and i.mode == item.mode}
+            if item.concept not in own:
+                continue
+            if not (intake_in(m.quote, reading) or habit_in(m.quote, reading)):
+                continue  # a menu planned or a list read out is not what the patient ate
+            if item.mode == "steady":
+                if not habit_in(around, reading, change=True):
+                    continue
+            elif len(eaten & same_plan) < 2 and not habit_in(m.quote, reading):
+                continue
+            foods = ", ".join(sorted(c.replace("_", " ") for c in eaten & same_plan))
+            return self._plan_verdict(item, ctx, f"careplan-diet-foods-{item.mode}",
+                                      f"The care plan's diet says: {_clip(item.clause, 110)}; the patient reports eating {foods}.")
+        return None
+
+    def _plan_verdict(self, item: PlanItem, ctx: Context, rule: str, explanation: str) -> Verdict:
+        """The contradiction with the plan, citing the plan, what it addresses and the medicines its clause names; a
+        clause that guards a high-risk drug (vitamin K with warfarin) raises it."""
+        concepts, _ = vocabulary()
+        concept = concepts[item.concept]
+        v = Verdict(CONTRA, Cat.CAREPLAN, rule, concept.severity, concept.safety, explanation)
+        v.cite(item.careplan)
+        v.cite(*_addressed(ctx, item.careplan)[:2])
+        v.cite(*ctx.idx.conditions_for(set(concept.conditions))[:1])
+        v.cite(*ctx.idx.conditions_for(concepts_in_text(careplan_title(item.careplan), self.kb))[:1])
+        named = drugs_in_text(item.clause, self.kb, fuzzy=False)
+        if named.drugs:
+            v.cite(*ctx.idx.match_meds(named).active[:2])
+        # a plan written after a procedure ("After laparoscopic cholecystectomy") is about that procedure
+        done = procedures_in_text(careplan_title(item.careplan), self.kb)
+        v.cite(*[e for e, pids, _ in ctx.idx.procedures if pids & done][:1])
+        self._protected_drug(v, item.clause, ctx)
+        return v
+
+
+_FORBIDDEN_FOODS = {"raw_food", "low_salt_diet", "grapefruit", "thin_liquids"}  # foods a plan forbids outright, one is enough
+_UNIT_WORDS = {"lb": "lb", "ft": "feet", "drink": "drinks", "oz": "oz of fluid"}
+
+
+def _amount_said(unit: str, quote: str, around: str) -> float | None:
+    """The largest amount the patient states in the concept's unit: in the quote, else in the rest of the turn; fluids
+    as a daily volume (a size times a count a day: "the 28 oz ones, 2 or 3 a day")."""
+    if unit == "oz":
+        return _daily_volume(quote) or _daily_volume(around)
+    for text in (quote, around):
+        found = [v for v, _ in quantities(f" {text} ", unit)]
+        if found:
+            return max(found)
+    return None
+
+
+def _daily_volume(text: str) -> float | None:
+    text = f" {text} "
+    per_day = [v for v, per in quantities(text, "oz") if per == "day"]
+    if per_day:
+        return max(per_day)
+    sizes = [v for v, _ in quantities(text, "oz")]
+    count = re.search(r"\b(\d+|two|three|four|five|six)(?:\s*(?:or|-|to)\s*(\d+|two|three|four|five|six))?\s+(?:a|per|every)\s+day\b", text)
+    if sizes and count:
+        n = max(v for v in (number_value(count.group(1)), number_value(count.group(2) or "")) if v is not None)
+        return max(sizes) * n
+    return None
 
 
 def _addressed(ctx: Context, careplan: ClinicalEntry) -> list[ClinicalEntry]:
