@@ -5,7 +5,7 @@
         [--users 20] [--seconds 60] [--workers 2] [--json OUT]
 
 The data is bench/queue_p95.py's (100,000 findings; seeded first if the database has fewer). Twenty nurse
-accounts sign in to a gunicorn server (config.settings.local with DEBUG off, the deployed counts cache) and
+accounts sign in to a gunicorn server (config.settings.test: DEBUG off, the deployed counts cache) and
 each runs bench/locust_queue.py's nurse: the queue with the usual filters, findings opened side by side, a
 note, a claim. Locust (a tool venv in var/bench-tools, not a dependency of the app) reports every request:
 p50/p95/max and errors, overall and per kind. Target: no errors; p95 under the queue's 150 ms budget is
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "var" / "bench-tools"
 LOCUST = "locust==2.47.0"
-PASSWORD = "Load-bench-nurse-2026!"
+PASSWORD = "Quiet-harbour-pines-2026"
 
 
 def tools_python() -> Path:
@@ -80,6 +80,40 @@ print(json.dumps({{"users": names, "password": {PASSWORD!r}, "findings": ids}}))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def server_start(*, port: int, workers: int, env: dict[str, str], log: Path) -> subprocess.Popen:
+    """gunicorn on loopback; returns once it answers. The test settings (DEBUG off): production's over plain
+    http would drop its Secure cookies, and their password hasher matches the accounts prepare() creates."""
+    server_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test",
+                  "ALLOWED_HOSTS": "127.0.0.1,localhost", "CELERY_BROKER_URL": os.environ.get("LOAD_BROKER_URL", "memory://"),
+                  "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "LOGIN_FAILURE_LIMIT": "1000", **env}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--threads", "4",
+         "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))  # noqa: SIM115
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2)
+            return server
+        except OSError:
+            if server.poll() is not None:
+                break
+            time.sleep(0.5)
+    server.terminate()
+    raise RuntimeError("the server did not start: " + log.read_text()[-2000:])
+
+
+def locust_run(*, host: str, users_file: Path, users: int, seconds: int, prefix: Path) -> tuple[list[dict], list[dict], int]:
+    """Locust headless against host; returns its stats rows, failure rows and exit code."""
+    run = subprocess.run(
+        [str(tools_python()), "-m", "locust", "-f", str(ROOT / "bench" / "locust_queue.py"), "--headless", "--users", str(users),
+         "--spawn-rate", str(users), "--run-time", f"{seconds}s", "--host", host, "--csv", str(prefix),
+         "--only-summary", "--loglevel", "WARNING"],
+        cwd=ROOT, env={**os.environ, "LOAD_USERS_FILE": str(users_file)}, capture_output=True, text=True)
+    rows = list(csv.DictReader(open(f"{prefix}_stats.csv", encoding="utf-8")))  # noqa: SIM115
+    failures = list(csv.DictReader(open(f"{prefix}_failures.csv", encoding="utf-8")))  # noqa: SIM115
+    return rows, failures, run.returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=20)
@@ -91,41 +125,22 @@ def main() -> int:
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reconcile_bench_triage")
     if not os.environ["DATABASE_URL"].startswith("postgres"):
         raise SystemExit("this benchmark needs PostgreSQL (DATABASE_URL=postgres://...)")
-    python = tools_python()
+    tools_python()
     data = prepare(args.users, args.findings)
     port = free_port()
     host = f"http://127.0.0.1:{port}"
-    server_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.local", "DEBUG": "0",
-                  "ALLOWED_HOSTS": "127.0.0.1,localhost", "CELERY_BROKER_URL": os.environ.get("LOAD_BROKER_URL", "memory://"),
-                  "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "LOGIN_FAILURE_LIMIT": "1000"}
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
         users_file = Path(tmp) / "users.json"
         users_file.write_text(json.dumps(data))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(args.workers), "--threads", "4",
-             "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-            cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "gunicorn.log", "w"))  # noqa: SIM115
+        server = server_start(port=port, workers=args.workers, env={}, log=Path(tmp) / "gunicorn.log")
         try:
-            for _ in range(120):
-                try:
-                    urllib.request.urlopen(f"{host}/login/", timeout=2)
-                    break
-                except OSError:
-                    time.sleep(0.5)
-            else:
-                raise SystemExit("the server did not start: " + (Path(tmp) / "gunicorn.log").read_text()[-2000:])
-            prefix = Path(tmp) / "stats"
             load_before = os.getloadavg()[0]
-            run = subprocess.run(
-                [str(python), "-m", "locust", "-f", str(ROOT / "bench" / "locust_queue.py"), "--headless", "--users", str(args.users),
-                 "--spawn-rate", str(args.users), "--run-time", f"{args.seconds}s", "--host", host, "--csv", str(prefix),
-                 "--only-summary", "--loglevel", "WARNING"],
-                cwd=ROOT, env={**os.environ, "LOAD_USERS_FILE": str(users_file)}, capture_output=True, text=True)
-            rows = list(csv.DictReader(open(f"{prefix}_stats.csv", encoding="utf-8")))  # noqa: SIM115
-            failures = list(csv.DictReader(open(f"{prefix}_failures.csv", encoding="utf-8")))  # noqa: SIM115
+            rows, failures, code = locust_run(host=host, users_file=users_file, users=args.users, seconds=args.seconds,
+                                              prefix=Path(tmp) / "stats")
         finally:
             server.terminate()
             server.wait(timeout=30)
+
     def figures(row: dict) -> dict:
         return {"requests": int(row["Request Count"]), "failures": int(row["Failure Count"]), "p50_ms": float(row["50%"] or 0),
                 "p95_ms": float(row["95%"] or 0), "max_ms": float(row["Max Response Time"] or 0), "rps": float(row["Requests/s"] or 0)}
@@ -135,7 +150,7 @@ def main() -> int:
               "by_request": {f"{r['Type']} {r['Name']}": figures(r) for r in rows if r["Name"] != "Aggregated"},
               "failures": [{k: f[k] for k in ("Method", "Name", "Error", "Occurrences")} for f in failures][:10],
               "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)], "cpus": os.cpu_count(),
-              "locust_exit": run.returncode}
+              "locust_exit": code}
     o = result["overall"]
     print(f"{args.users} nurses for {args.seconds} s on PostgreSQL over loopback: {o['requests']} requests ({o['rps']:.1f}/s), "
           f"{o['failures']} errors; p50 {o['p50_ms']:.0f} ms, p95 {o['p95_ms']:.0f} ms, max {o['max_ms']:.0f} ms "

@@ -29,20 +29,28 @@ class Nurse(HttpUser):
         self.username = next(_accounts)
         page = self.client.get("/login/", name="/login/")
         token = CSRF.search(page.text)
-        self.client.post("/login/", name="/login/ (POST)", data={
+        with self.client.post("/login/", name="/login/ (POST)", catch_response=True, data={
             "username": self.username, "password": DATA["password"], "csrfmiddlewaretoken": token.group(1) if token else "",
-        }, headers={"Referer": f"{self.host}/login/"})
+        }, headers={"Referer": f"{self.host}/login/"}) as response:
+            if "/login/" in response.url:  # still on the form: the sign-in was refused
+                response.failure("sign-in refused")
+
+    def _page(self, path: str, name: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        """A page a signed-in nurse reads; landing on the sign-in form (session lost) is an error."""
+        with self.client.get(path, name=name, catch_response=True, **kwargs) as response:
+            if response.status_code == 200 and "/login/" in response.url:
+                response.failure("redirected to sign-in")
 
     def _csrf(self) -> str:
         return self.client.cookies.get("csrftoken", "")
 
     @task(6)
     def queue(self) -> None:
-        self.client.get("/triage/", params=random.choice(FILTERS), name="/triage/ (queue)")
+        self._page("/triage/", "/triage/ (queue)", params=random.choice(FILTERS))
 
     @task(3)
     def finding(self) -> None:
-        self.client.get(f"/triage/findings/{random.choice(DATA['findings'])}/", name="/triage/findings/<id>/")
+        self._page(f"/triage/findings/{random.choice(DATA['findings'])}/", "/triage/findings/<id>/")
 
     @task(1)
     def note(self) -> None:

@@ -81,7 +81,7 @@ def _load(r: dict[str, Any]) -> str:
 
 BENCHES = [
     Bench("replay", "Replay of 20 tune patients through the production services (start-up included)",
-          [PY, "bench/replay_throughput.py", "corpus/tune", "--runs", "3", "--json", "{json}"], needs=["tune"], summary=_replay),
+          [PY, "bench/replay_throughput.py", "corpus/tune", "--runs", "1", "--json", "{json}"], needs=["tune"], summary=_replay),
     Bench("pull", "Record pull of the 2,110-resource patient from `@medplum/fhir-router`",
           [PY, "bench/record_pull.py", "--runs", "5", "--page-sizes", "default,100", "--json", "{json}"], needs=["node"], summary=_pull),
     Bench("queue", "Queue page, 100,000 findings in PostgreSQL (Django test client, full middleware)",
@@ -91,6 +91,7 @@ BENCHES = [
           [PY, "bench/load_queue.py", "--json", "{json}"], needs=["postgres"], env={"DATABASE_URL": PG_URL}, summary=_load),
     Bench("extraction", "Extraction speed (rules engine alone, dev patient turns)", [PY, "bench/extraction_speed.py"]),
     Bench("parse", "Transcript parsing", [PY, "bench/replay_speed.py", "--parse-only"]),
+    Bench("context", "Context pack of a 1,000-resource record (`GET /api/patients/<id>/context`, SQLite)", [PY, "bench/context_pack_p95.py"]),
 ]
 
 
