@@ -5,6 +5,7 @@ import bz2
 import contextlib
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import re
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -329,24 +331,35 @@ def _load_aliases(lex: Lexicon) -> None:
 
 
 def _drug_ner_path() -> Path | None:
-    try:
-        import drug_named_entity_recognition as pkg
-    except ImportError:  # the package is a declared dependency; degrade to aliases if absent
+    # Found, not imported: importing the package builds its own n-gram index from this file (a third of a cold build).
+    spec = importlib.util.find_spec("drug_named_entity_recognition")
+    if spec is None or not spec.submodule_search_locations:  # a declared dependency; degrade to aliases if absent
         return None
-    path = Path(os.path.dirname(pkg.__file__)) / "drug_ner_dictionary.pkl.bz2"
+    path = Path(next(iter(spec.submodule_search_locations))) / "drug_ner_dictionary.pkl.bz2"
     return path if path.exists() else None
 
 
-def _load_drug_ner(lex: Lexicon) -> None:
+def _read_drug_ner() -> bytes | None:
+    """The package's dictionary, decompressed (bz2 releases the GIL: build_lexicon reads it beside the ICD parse)."""
     path = _drug_ner_path()
     if path is None:
+        return None
+    with bz2.open(path, "rb") as fh:
+        return fh.read()
+
+
+def _load_drug_ner(lex: Lexicon, raw: bytes | None) -> None:
+    if raw is None:
         lex.stats["drug_ner_variants"] = 0
         return
-    with bz2.open(path, "rb") as fh:
-        data = pickle.load(fh)  # the package's own shipped file, read the way the package reads it
+    data = pickle.loads(raw)  # the package's own shipped file, read the way the package reads it
     variants: dict[str, list[str]] = data.get("drug_variant_to_canonical", {})
     variant_data: dict[str, dict] = data.get("drug_variant_to_variant_data", {})
     vocab = load_vocabulary()
+    # A key below is already in the vocabulary's lookup form (lowercase tokens, single spaces), so drug_named(key)
+    # finds a drug only for one of these names: the other 100k variants skip the lookup. Canonicals repeat: memoised.
+    names = {vocabulary_module.key(n) for d in vocab.drugs.values() for n in (d.id, *d.terms)}
+    by_canonical: dict[str, Any] = {}
     fuzzy: dict[str, list[str]] = {}
     shared: dict[tuple[str, bool], Entry] = {}
     count = 0
@@ -357,7 +370,12 @@ def _load_drug_ner(lex: Lexicon) -> None:
         if not key or key in STOPWORDS or (len(key) <= 3 and " " not in key):
             continue
         # a package name that the vocabulary knows ("Basaglar", "insulin glargine (rdna origin)") is that drug
-        known = vocab.drug_named(key) or vocab.drug_named(str(canonicals[0]))
+        known = vocab.drug_named(key) if key in names else None
+        if known is None:
+            first = str(canonicals[0])
+            if first not in by_canonical:
+                by_canonical[first] = vocab.drug_named(first)
+            known = by_canonical[first]
         canonical = known.id if known is not None else str(canonicals[0]).lower()
         brand = bool(variant_data.get(variant, {}).get("is_brand"))
         entry = shared.get((canonical, brand))
@@ -410,19 +428,138 @@ def _icd_terms(text: str) -> list[str]:
     return [p for p in parts if 1 <= len(p.split()) <= 4 and len(p) >= 4 and (" " in p or (len(p) >= 5 and _ICD_SINGLE.search(p)))]
 
 
-def _load_icd(lex: Lexicon) -> None:
+# A code's lay texts: its description and inclusion terms, plus a category's "includes" notes.
+IcdTexts = list[tuple[str, list[str]]]
+
+
+def _icd_skipped(code: str) -> bool:
+    """Injuries, external causes, encounters, obstetric and perinatal codes are not lay conditions."""
+    return code[0] in "STVWXYZOPU"
+
+
+def _icd_texts() -> IcdTexts | None:
+    """Every category and subcategory with its texts, in the package's code order; None without the package."""
+    return _icd_texts_from_data() or _icd_texts_from_package()
+
+
+def _icd_texts_from_package() -> IcdTexts | None:
+    """Through the package's API. Its import parses the whole tabular list into objects (half a cold build): the
+    fallback when its data files are not where _icd_texts_from_data expects them."""
     try:
         import simple_icd_10_cm as icd
     except ImportError:
-        lex.stats["icd_terms"] = 0
-        return
-    count = 0
+        return None
+    out: IcdTexts = []
     for code in icd.get_all_codes(with_dots=True):
-        if not icd.is_category_or_subcategory(code) or code[0] in "STVWXYZOPU":
-            continue  # injuries, external causes, encounters, obstetric and perinatal codes are not lay conditions
+        if not icd.is_category_or_subcategory(code) or _icd_skipped(code):
+            continue
         texts = [icd.get_description(code), *icd.get_inclusion_term(code)]
         if icd.is_category(code):
             texts += list(icd.get_includes(code))
+        out.append((code, texts))
+    return out
+
+
+@dataclass
+class _IcdNode:
+    name: str
+    type: str
+    description: str
+    inclusion_terms: list[str]
+    includes: list[str]
+
+
+def _icd_texts_from_data() -> IcdTexts | None:
+    """The same list read straight from the package's data files (its tabular XML and its list of valid codes),
+    following the package's own tree rules (simple_icd_10_cm 1.5: _CodeTree and _load_codes) for the few fields the
+    lexicon reads; tests/terminology/test_lexicon_build.py holds it equal to _icd_texts_from_package."""
+    spec = importlib.util.find_spec("simple_icd_10_cm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    tabular, code_list = sorted(data.glob("icd10c-tabular-*.xml")), sorted(data.glob("code-list-*.txt"))
+    if len(tabular) != 1 or len(code_list) != 1:  # another release lays out its data differently: use the API
+        return None
+    from xml.etree import ElementTree  # noqa: S405 - the installed package's own data file, as the package reads it
+
+    confirmed = {line.split(" ")[0].replace(".", "") for line in code_list[0].read_text(encoding="utf-8").split("\n")}
+    root = ElementTree.fromstring(tabular[0].read_text(encoding="utf-8"))  # noqa: S314
+    nodes: list[_IcdNode] = []  # in the package's code order (depth first)
+
+    def visit(element: Any, seven_ancestor: dict[str, str] | None) -> None:
+        node = _IcdNode(element.attrib.get("id", ""), "", "", [], [])
+        nodes.append(node)  # before its children, as get_all_codes lists them
+        seven: dict[str, str] = {}
+        child_seven, children = seven_ancestor, 0
+        for sub in element:
+            tag = sub.tag
+            if tag in ("section", "diag"):
+                visit(sub, child_seven)
+                children += 1
+            elif tag == "name":
+                if sub.text is None:
+                    raise ValueError("ICD-10-CM code without a name")
+                node.name = sub.text
+            elif tag == "desc" and sub.text is not None:
+                node.description = sub.text
+            elif tag == "inclusionTerm":
+                node.inclusion_terms += [n.text for n in sub if n.text is not None]
+            elif tag == "includes":
+                node.includes += [n.text for n in sub if n.text is not None]
+            elif tag == "sevenChrDef":
+                last = None
+                for ext in sub:
+                    if ext.tag == "extension":
+                        last = ext.attrib["char"]
+                        seven[last] = ext.text if ext.text is not None else ""
+                    elif ext.tag == "note" and last is not None and ext.text is not None:
+                        seven[last] += "/" + ext.text
+                child_seven = seven
+        tag = element.tag
+        node.type = {"chapter": "chapter", "section": "section"}.get(tag) or (
+            "category" if len(node.name) == 3 else "subcategory")
+        # A name used twice (a section named like its code, B99) means the node registered first: children
+        # register before their parent, the seventh-character codes after it, as in the package.
+        registered.setdefault(node.name, node)
+        # A leaf under a seventh-character definition gets the codes made by adding each seventh character the
+        # list of valid codes confirms; their description is the leaf's plus the character's meaning.
+        table = seven or seven_ancestor
+        if children == 0 and (seven or seven_ancestor is not None) and table:
+            stem = node.name + "." if len(node.name) == 3 else node.name
+            stem = stem.ljust(7, "X")
+            for char, meaning in table.items():
+                if stem[:3] + stem[4:] + char in confirmed:
+                    extended = _IcdNode(stem + char, "extended subcategory", f"{node.description}, {meaning}", [], [])
+                    nodes.append(extended)
+                    registered.setdefault(extended.name, extended)
+
+    registered: dict[str, _IcdNode] = {}
+    for chapter in list(root)[2:]:  # after <version> and <introduction>
+        visit(chapter, None)
+
+    def lookup(code: str) -> _IcdNode:
+        if len(code) >= 4 and code[3] != "." and code[:3] + "." + code[3:] in registered:
+            code = code[:3] + "." + code[3:]
+        return registered[code]
+
+    out: IcdTexts = []
+    for name in (n.name for n in nodes):
+        node = lookup(name)
+        if node.type not in ("category", "subcategory", "extended subcategory") or _icd_skipped(name):
+            continue
+        texts = [node.description, *node.inclusion_terms]
+        if node.type == "category":
+            texts += node.includes
+        out.append((name, texts))
+    return out
+
+
+def _load_icd(lex: Lexicon, rows: IcdTexts | None) -> None:
+    if rows is None:
+        lex.stats["icd_terms"] = 0
+        return
+    count = 0
+    for code, texts in rows:
         kind = "symptom" if code.startswith("R") else "condition"
         for text in texts:
             for term in _icd_terms(text):
@@ -503,10 +640,13 @@ def _store_cached(lex: Lexicon, path: Path) -> None:
 def build_lexicon() -> Lexicon:
     started = time.perf_counter()
     lex = Lexicon()
-    _load_vocabulary(lex)
-    _load_aliases(lex)
-    _load_drug_ner(lex)
-    _load_icd(lex)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lexicon-drug-ner") as pool:
+        drug_ner = pool.submit(_read_drug_ner)  # decompressed while the ICD tabular list is parsed
+        icd = _icd_texts()
+        _load_vocabulary(lex)
+        _load_aliases(lex)
+        _load_drug_ner(lex, drug_ner.result())
+    _load_icd(lex, icd)
     lex.stats["phrases"] = len(lex.phrases)
     lex.stats["build_seconds"] = round(time.perf_counter() - started, 2)
     return lex
