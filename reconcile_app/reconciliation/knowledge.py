@@ -123,11 +123,14 @@ class RedFlag:
     careplan: bool
     source: str
     requires_classes: tuple[str, ...] = ()  # only with an active drug of these classes (a side effect)
+    unexplained: tuple[re.Pattern[str], ...] = ()  # words beyond what an explained_by cause explains (red, tarry stools)
+    dangerous_with: tuple[str, ...] = ()  # drug classes that make the sign worth a look whatever explains it
 
     def matches(self, text: str) -> bool:
         """A pattern hit that is not negated just before it ("no chest pain", "without any dizziness")."""
-        if any(p.search(text) for p in self.exclude):
-            return False
+        if any(not _NEGATED_BEFORE.search(text[max(0, hit.start() - 40):hit.start()])
+               for p in self.exclude for hit in p.finditer(text)):
+            return False  # an exclusion only counts when it is said, not denied ("no rash, nothing itchy")
         for pattern in self.patterns:
             for hit in pattern.finditer(text):
                 if _NEGATED_BEFORE.search(text[max(0, hit.start() - 40):hit.start()]):
@@ -305,7 +308,8 @@ def load_knowledge() -> Knowledge:
     red_flags = [
         RedFlag(r["id"], _compile(r["patterns"]), _compile(r.get("exclude_patterns", [])), r["severity"], bool(r["safety"]), r["label"],
                 _t(r["conditions"]), _t(r["classes"]), _t(r["loinc"]), _t(r.get("explained_by")), _t(r.get("requires_conditions")),
-                bool(r.get("careplan")), r["source"], _t(r.get("requires_classes")))
+                bool(r.get("careplan")), r["source"], _t(r.get("requires_classes")),
+                _compile(r.get("unexplained_patterns", [])), _t(r.get("dangerous_with")))
         for r in _load("red_flags.json")
     ]
     allergens = [Allergen(r["id"], _t(r["terms"]), _t(r["classes"]), _t(r["drugs"]), r["source"]) for r in _load("allergens.json")]

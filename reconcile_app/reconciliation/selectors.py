@@ -43,7 +43,7 @@ def findings_current_for_patient(*, patient: Patient | int) -> QuerySet[Finding]
         Finding.objects.filter(patient=patient, status=Finding.Status.CURRENT,
                                memory__status__in=("current", "needs_review"))
         .select_related("memory", "memory__turn", "snapshot", "checked_snapshot", "session")
-        .defer("snapshot__resources", "checked_snapshot__resources")  # versions are read once per snapshot, cached
+        .defer("snapshot__resources", "checked_snapshot__resources")  # megabytes per row otherwise; records are cached per snapshot
         .order_by("session__started_at", "memory__seq", "id")
     )
 

@@ -14,7 +14,10 @@ def test_every_cue_names_its_family_phenomenon_and_source() -> None:
         for cue_id, cue in json.loads(path.read_text(encoding="utf-8"))["cues"].items():
             assert cue["family"] and len(cue["phenomenon"].split()) >= 3 and len(cue["source"]) > 8, cue_id
             assert sum(k in cue for k in ("pattern", "words", "rules")) == 1, cue_id
-            for pattern in [cue.get("pattern")] + [r["pattern"] for r in cue.get("rules", [])]:
+            for rule in cue.get("rules", []):
+                assert rule.get("pattern") or rule.get("words"), (cue_id, rule)  # each rule says what it reads
+            regexes = [cue.get("pattern")] + [r.get(key) for r in cue.get("rules", []) for key in ("pattern", "display")]
+            for pattern in regexes:
                 if pattern:
                     re.compile(pattern)
 

@@ -154,9 +154,15 @@ def test_entered_in_error_procedure_is_not_a_record_of_it(record: ClinicalRecord
     assert "proc-knee-replacement-eie" not in cited(finding)
 
 
-def test_red_flag_explained_by_iron_is_not_raised(record: ClinicalRecord) -> None:
-    [finding] = ENGINE.reconcile([memory("symptom", "my stools are black since I started the iron pills", attributes={"name": "black stools"})], record)
+def test_red_flag_explained_by_iron_is_not_raised_off_anticoagulants(nka_record: ClinicalRecord) -> None:
+    [finding] = ENGINE.reconcile([memory("symptom", "my stools are black since I started the iron pills", attributes={"name": "black stools"})], nka_record)
     assert not finding.is_discrepancy
+
+
+def test_black_stools_on_warfarin_are_raised_even_with_iron(record: ClinicalRecord) -> None:
+    # iron darkens stools, but on an anticoagulant melena cannot be told from it at home: a nurse should ask
+    [finding] = ENGINE.reconcile([memory("symptom", "my stools are black since I started the iron pills", attributes={"name": "black stools"})], record)
+    assert finding.is_discrepancy and finding.safety_critical and any("warfarin" in c.display.lower() for c in finding.citations)
 
 
 def test_one_finding_per_memory_in_order_and_deterministic(record: ClinicalRecord) -> None:

@@ -112,6 +112,7 @@ _HEART_DEVICE_READING = cue_pattern("heart_device_reading")
 _INR_CONTEXT = cue_pattern("inr_context")
 _VIRAL_LOAD = cue_pattern("viral_load")
 _GLUCOSE_ANCHOR = cue_pattern("glucose_anchor")
+_OTHER_QUANTITY_QUESTION = cue_pattern("other_quantity_question")
 _GLUCOSE_READ = cue_pattern("glucose_read")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|kiosk)\b")
@@ -299,6 +300,8 @@ def _answer_readings(low: str, context: str, free, claim) -> None:
     41 thursday"): read as that measure when the turn names no measure of its own and the context names exactly one."""
     if _GLUCOSE_ANCHOR.search(low) or _WEIGHT_ANCHOR.search(low) or _BP_WORD.search(low) or _HEART_ANCHOR.search(low):
         return
+    if _OTHER_QUANTITY_QUESTION.search(context):
+        return  # "How long were the walks?" - "45 Saturday": the numbers answer the last question
     kinds = [k for k, rx in (("glucose", _GLUCOSE_ANCHOR), ("weight", _WEIGHT_ANCHOR)) if rx.search(context)]
     if len(kinds) != 1 or _BP_WORD.search(context) or _HEART_ANCHOR.search(context):
         return

@@ -31,7 +31,10 @@ from .care import _s_had_done, _s_procedure_noun, _s_programs, _s_removal, _s_va
 from .chains import _assign_ops
 from .condition import _s_body_site_pain, _s_diagnosis_named, _s_suicidal
 from .drafts import _draft, _link_record, _turn_hits
-from .linking import _answer_about_coach_entity, _answer_fills_action, _burst_links, _continuations, _reason_links, _resolve_medication
+from .linking import (
+    _answer_about_coach_entity, _answer_fills_action, _borrowed_from_other, _burst_links, _continuations, _reason_links,
+    _resolve_medication,
+)
 from .measurement import _s_measurements
 from .medication import _s_generic_medications, _s_prescribed_unlisted
 from .mentions import _coaching_mentions, _s_lexicon
@@ -189,6 +192,7 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
         if state.turn.speaker != "patient":
             continue
         coach_before = states[i - 1] if i > 0 and states[i - 1].turn.speaker != "patient" else None
+        _borrowed_from_other(state, states, i)
         for mention in list(state.mentions):
             if mention.category != MemoryCategory.MEDICATION or not mention.unresolved:
                 continue

@@ -16,6 +16,7 @@ _STATUS_WORDS = [(re.compile(r["pattern"]), r["status"]) for r in cue_rules("sta
 _BODY_PAIN = cue_pattern("body_pain")
 _DIAGNOSED = cue_pattern("diagnosed")
 _STOP_CONDITION = cue_words("stop_condition")
+_DIAGNOSIS_WORD = cue_pattern("diagnosis_word")
 # Suicidal ideation as people say it (PHQ-9 item 9 and C-SSRS screening wording, passive and active forms).
 _SUICIDAL = cue_pattern("suicidal")
 _ACTIVE_SI = cue_pattern("active_si")
@@ -58,8 +59,8 @@ def _s_diagnosis_named(s: SentenceScope) -> None:
     if not any(x.category == MemoryCategory.CONDITION for x in out):
         for m in _DIAGNOSED.finditer(sent.low):
             name = m.group(2).strip()
-            if not name or name.split()[0] in _STOP_CONDITION:
-                continue
+            if not name or name.split()[0] in _STOP_CONDITION or not _DIAGNOSIS_WORD.search(name):
+                continue  # "said it was the best thing I've cooked": no disease word, no diagnosis
             tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(2)), 0)
             res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
             mention = Mention(MemoryCategory.CONDITION, state.turn, sent, sent.start + m.start(2), sent.start + m.end(2),

@@ -10,11 +10,16 @@ from reconcile_app.terminology.lexicon import Lexicon, _record_names
 from reconcile_app.terminology.vocabulary import load_vocabulary
 
 from .. import context as ctx
+from ..clauses import Sentence
 from ..cues import cue_pattern, cue_rules
 from .care import _care_action
 from .medication import _ANTIHISTAMINE, _nearest_action
 from .sentences import _event_time, _sentence_time
 from .state import CLINICAL, Mention, TurnState, _patient_neighbours
+
+
+_OTHERS_SUPPLY = cue_pattern("others_supply")
+_FIRST_PERSON_INTAKE = cue_pattern("first_person_intake")
 
 
 _CAUSAL = cue_pattern("causal")
@@ -108,8 +113,8 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
                     mention.unresolved = False
                     mention.turn_ids.append(coach_before.turn.id)
                     return
-    # 3. the record holds exactly one active drug of that class
-    candidates = _record_class_drugs(record, lex, cls)
+    # 3. the record holds exactly one active drug of that class, or in that dosage form ("the strips", "my patch")
+    candidates = _record_class_drugs(record, lex, cls) or _record_form_drugs(record, lex, mention.attributes.get("reference", ""))
     if len({c for c, _ in candidates}) == 1:
         canonical, med = candidates[0]
         mention.attributes["drug"] = canonical
@@ -120,6 +125,32 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
         mention.name = canonical
         mention.unresolved = False
         mention.confidence = min(mention.confidence, 0.6)
+
+
+_FORM_REFERENCE = [(frozenset(r["words"].split()), re.compile(r["display"]) if r["display"] else None, r["class"])
+                   for r in cue_rules("form_reference")]
+
+
+def _record_form_drugs(record: ClinicalRecord | None, lex: Lexicon, word: str) -> list[tuple[str, Any]]:
+    """The record's active orders in the dosage form a word names ("strips": a sublingual film), or of the class a
+    form implies ("boluses": insulin)."""
+    rule = next(((display, cls) for words, display, cls in _FORM_REFERENCE if word in words), None) if word else None
+    if rule is None or record is None:
+        return []
+    display, cls = rule
+    if cls:
+        label = load_vocabulary().classes[cls].label if cls in load_vocabulary().classes else ""
+        return _record_class_drugs(record, lex, label)
+    try:
+        meds = record.active_medications
+    except Exception:
+        return []
+    out = []
+    for med in meds:
+        if display is not None and display.search((med.display or "").lower()):
+            names = _record_names(med.display or "", "drug", lex)
+            out.append((names[0][1] if names else _head(med.display), med))
+    return out
 
 
 def _merge(unresolved: Mention, named: Mention, named_state: TurnState) -> None:
@@ -299,3 +330,39 @@ def _continuations(state: TurnState, states: list[TurnState], i: int, coach_befo
         if m.event_time is None and when is not None:
             m.event_time = when
             m.attributes.setdefault("time_from_turn", state.turn.id)
+
+
+def _borrowed_from_other(state: TurnState, states: list[TurnState], i: int) -> None:
+    """"Helen has Ambien from her doctor. I've been taking half of one of hers": the patient's use of another person's
+    medicine, named for its owner a sentence or a turn before, is the patient's fact (its source someone else)."""
+    for sent in state.sentences:
+        if not _FIRST_PERSON_INTAKE.search(sent.low) or not _OTHERS_SUPPLY.search(sent.low):
+            continue
+        if any(m.category == MemoryCategory.MEDICATION and m.sentence is sent and m.subject == Subject.PATIENT
+               and not m.unresolved for m in state.mentions):
+            continue  # the sentence names the patient's own use already
+        owned = _owned_medicine(state, states, i, sent)
+        if owned is None:
+            continue
+        state.mentions[:] = [m for m in state.mentions if not (m.sentence is sent and m.category == MemoryCategory.MEDICATION
+                                                                 and m.unresolved)]
+        found = _nearest_action(sent.low, "")
+        attrs: dict[str, Any] = {"drug": owned.attributes.get("drug", ""), "drug_class": owned.attributes.get("drug_class", ""),
+                                 "action": "taking" if found is None or found[0] in ("took_once", None) else found[0],
+                                 "source": "someone_else", "owner": owned.relation or owned.attributes.get("owner") or "other person"}
+        if found and found[1]:
+            attrs["dose_change"] = found[1]
+        mention = Mention(MemoryCategory.MEDICATION, state.turn, sent, sent.start, sent.end, attrs, Subject.PATIENT, "",
+                          Assertion.AFFIRMED, confidence=0.55, turn_ids=list(dict.fromkeys([state.turn.id, owned.turn.id])),
+                          name=attrs["drug"] or attrs["drug_class"])
+        mention.event_time = _event_time(state, sent)
+        state.mentions.append(mention)
+
+
+def _owned_medicine(state: TurnState, states: list[TurnState], i: int, sent: Sentence) -> Mention | None:
+    """The latest medicine said to be another person's before the sentence: in this turn, else the patient's turn before."""
+    earlier = [m for m in state.mentions if m.category == MemoryCategory.MEDICATION and m.start < sent.start]
+    before = _patient_neighbours(states, i, 1, 0)
+    pool = earlier[::-1] + (before[0].mentions[::-1] if before else [])
+    return next((m for m in pool if m.category == MemoryCategory.MEDICATION and not m.unresolved
+                 and (m.subject == Subject.OTHER or m.attributes.get("owner"))), None)

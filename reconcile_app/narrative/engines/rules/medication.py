@@ -223,8 +223,8 @@ def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
     best: tuple[float, str, str] | None = None
     for rx, action, dose_change in _ACTION_RX:
         for m in rx.finditer(text):
-            if center >= 0 and m.start() <= center < m.end():
-                continue  # the mention's own words ("pill" in "pill")
+            if center >= 0 and center <= m.start() and m.end() <= center + len(term):
+                continue  # the mention's own words ("pill" in "pill"); a frame around it ("cut the pills in half") counts
             distance = float(abs(m.start() - center) if center >= 0 else m.start())
             if action not in ("taking", "took_once"):
                 distance -= 12

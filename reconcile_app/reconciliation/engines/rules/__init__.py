@@ -5,7 +5,8 @@ Decision order for one memory (`RulesReconciler._judge`):
   1. subject: another person's fact is no clinical relevance (unless the quote speaks of the patient alone);
   2. assertion: hypothetical or uncertain statements are not reconciled;
   3. pregnancy said in the quote (condition.py), before any category;
-  4. a high-risk red flag filed as chatter (condition.py);
+  4. drinking said with an alcohol use disorder in remission in the record (lifestyle.py), whatever the category;
+     a red flag filed as chatter, when acute or made dangerous by the record (condition.py);
   5. the category's own rules: medication.py, allergy.py, condition.py (also symptoms), observation.py, procedure.py,
      immunization.py, careplan.py (care activities), lifestyle.py;
   6. smoking and alcohol status (lifestyle.py) when the category found nothing;
@@ -55,7 +56,7 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         self.judge: Judge | None = Judge.load()
         # earlier memories are judged again on every later session (for repeats): remember their keys, for one
         # record object at a time (a new record, or a changed one, starts afresh)
-        self._past: dict[tuple, tuple[str, str] | None] = {}
+        self._past: dict[tuple, tuple[str, str, str] | None] = {}
         self._past_record: ClinicalRecord | None = None
 
     def reconcile(
@@ -78,18 +79,19 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
     ) -> list[FindingDraft]:
         idx = RecordIndex(record, self.kb)
         session_text = " ".join(dict.fromkeys(m.quote for m in memories if m.subject == Subject.PATIENT))
-        turn_quotes: dict[str, list[str]] = {}
+        turn_quotes: dict[str, list[tuple[int, str]]] = {}
         for mem in memories:
             quotes = turn_quotes.setdefault(mem.anchor_turn_id, [])
-            if mem.quote and mem.quote not in quotes:
-                quotes.append(mem.quote)
+            if mem.quote and all(q != mem.quote for _, q in quotes):
+                quotes.append((mem.quote_start or 0, mem.quote))
+        # in the order the patient said them: what follows a sentence about a drug is read as about that drug
         ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history,
-                      turn_text={t: " ".join(q) for t, q in turn_quotes.items()})
+                      turn_text={t: " ".join(q for _, q in sorted(qs, key=lambda sq: sq[0])) for t, qs in turn_quotes.items()})
         raised = self._raised_before(history, ctx)
         out = []
         for m in memories:
             verdict = self._judge(m, ctx)
-            key = _repeat_key(verdict)
+            key = _repeat_key(verdict, m)
             earlier = raised.get(key) if key else None
             if earlier is not None and _elapsed(earlier, m.mention_time) <= REPEAT_WINDOW:
                 # the same discrepancy on the same resource was raised from an earlier session: the queue already
@@ -99,12 +101,12 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             out.append(self._finding(verdict, m))
         return out
 
-    def _raised_before(self, history: Sequence[MemoryDraft], ctx: Context) -> dict[tuple[str, str], datetime]:
+    def _raised_before(self, history: Sequence[MemoryDraft], ctx: Context) -> dict[tuple[str, str, str], datetime]:
         """Discrepancies the rules raise on the patient's earlier memories: (rule, resource) -> latest mention."""
         if not history:
             return {}
         past = Context(idx=ctx.idx, kb=ctx.kb, session_text="", history=())
-        raised: dict[tuple[str, str], datetime] = {}
+        raised: dict[tuple[str, str, str], datetime] = {}
         if self._past_record is not ctx.idx.record or len(self._past) > 20000:
             self._past = {}
             self._past_record = ctx.idx.record
@@ -112,7 +114,7 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             cache_key = (m.anchor_turn_id, m.turn_ids, m.quote, m.category, m.subject, m.assertion, m.mention_time,
                          repr(sorted(m.attributes.items(), key=lambda kv: kv[0])))
             if cache_key not in self._past:
-                self._past[cache_key] = _repeat_key(self._judge(m, past))
+                self._past[cache_key] = _repeat_key(self._judge(m, past), m)
             key = self._past[cache_key]
             if key and (key not in raised or raised[key] < m.mention_time):
                 raised[key] = m.mention_time
@@ -144,10 +146,14 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         text = _text(m)
         if m.assertion == Assertion.AFFIRMED and PREGNANT.search(regex_text(m.quote)) and category not in ("goal", "preference"):
             return self._pregnancy(m, ctx)
-        if category in ("lifestyle", "care_activity") and m.assertion == Assertion.AFFIRMED:
-            # a high-risk symptom filed as chatter ("black tarry stools for 3 days") still reaches the queue
-            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote))
-            if flag is not None and flag.severity == Severity.HIGH and flag.safety:
+        relapse = self._alcohol_relapse(m, ctx)
+        if relapse is not None:
+            return relapse
+        if category in ("lifestyle", "care_activity", "goal") and m.assertion == Assertion.AFFIRMED:
+            # a red flag filed as chatter ("black tarry stools for 3 days") still reaches the queue when it is acute or
+            # the record makes it dangerous (condition.py decides which)
+            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote), reread=True)
+            if flag is not None:
                 flag.rule = f"{flag.rule}+reread"
                 return flag
         handler = {

@@ -1,13 +1,15 @@
 """Allergy memories: a new reaction, a listed allergen taken again, an allergy tolerated since."""
 from __future__ import annotations
 
+import re
+
 from reconcile_app.fhir.clinical import State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.knowledge import Knowledge, regex_text
 from reconcile_app.reconciliation.matching import DrugMention, allergens_in_text, drugs_in_text
 from reconcile_app.reconciliation.types import Severity
 
-from .cues import ENVIRONMENTAL, EXPOSURE, TOLERATED
+from .cues import ALLERGY_NOT_MINE, ALLERGY_RECALLED, ENVIRONMENTAL, EXPOSURE, TOLERATED
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _short
 
 
@@ -31,6 +33,13 @@ class AllergyRules:
         reaction = _attr(m, "reaction").lower()
         tolerated = (m.assertion == Assertion.NEGATED or stated in ("tolerated", "resolved") or reaction in ("none", "no reaction", "no")
                      or bool(TOLERATED.search(quote)))
+        if active and ALLERGY_NOT_MINE.search(regex_text(ctx.around(m))):
+            # "it says I'm allergic to latex? that's my mother's": the entry belongs to someone else
+            return Verdict(CONTRA, Cat.ALLERGY, "allergy-not-the-patients", Severity.LOW, False,
+                           f"Record lists an active allergy ({_short(active[0])}); patient says it is someone else's or a mix-up.").cite(*active)
+        if active and not tolerated and m.assertion == Assertion.AFFIRMED and TOLERATED.search(regex_text(ctx.around(m))) \
+                and not (stated == "new" or reaction):
+            tolerated = True  # "...allergic to X? I've taken it for years, never had a reaction": the turn goes on to say so
         if m.assertion == Assertion.HISTORICAL and not tolerated:
             if active or inactive:
                 return Verdict(AGREE, Cat.ALLERGY, "allergy-historical-known", explanation="The allergy is in the record.").cite(*(active or inactive))
@@ -57,11 +66,12 @@ class AllergyRules:
         rule = "allergy-reaction-inactive" if inactive else "allergy-new-reaction"
         v = Verdict(GAP, Cat.ALLERGY, rule, Severity.MEDIUM, False,
                     "Patient reports a reaction to " + (substance or ", ".join(sorted(mention.names)) or "a substance") + " that the allergy list does not show.")
-        v.cite(*inactive)
-        v.cite(*ctx.idx.allergy_list)
         drug_entries = ctx.idx.match_meds(mention) if mention.drugs else None
         if drug_entries:
+            # the order of the drug it followed is what the finding is about (and what a repeat is keyed on)
             v.cite(*drug_entries.active, *drug_entries.historical, *drug_entries.error)
+        v.cite(*inactive)
+        v.cite(*ctx.idx.allergy_list)
         drug_allergen = any(a.classes or a.drugs for a in self.kb.allergens if a.id in allergen_ids)
         if mention.drugs or drug_allergen:
             # an unrecorded drug reaction: the next prescriber will not know to avoid it
@@ -80,11 +90,15 @@ class AllergyRules:
 
     def _reaction_to_listed_allergen(self, v: Verdict, m: MemoryDraft, ctx: Context) -> None:
         """A reaction after taking something the allergy list already names contradicts the record: it is still being given."""
-        around = ctx.around(m)
+        # what was taken ("Lisinopril I think? ... I took one Sunday"), not an allergy only recalled ("except the aspirin")
+        sentences = re.split(r"(?<=[.!?])\s+", ctx.around(m))
+        if not any(EXPOSURE.search(regex_text(s)) for s in sentences):
+            return
+        around = " ".join(s for s in sentences if EXPOSURE.search(regex_text(s)) or not ALLERGY_RECALLED.search(regex_text(s)))
         mention = drugs_in_text(around, self.kb)
         hits = [ae.entry for ae in ctx.idx.allergy_matches(allergens_in_text(around, self.kb) - ENVIRONMENTAL, mention.drugs)
                 if ae.entry.state == State.ACTIVE]
-        if not hits or not EXPOSURE.search(regex_text(around)):
+        if not hits:
             return
         v.kind, v.category = CONTRA, Cat.ALLERGY
         v.rule = f"{v.rule}+listed-allergen"

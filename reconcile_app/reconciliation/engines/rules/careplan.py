@@ -208,10 +208,15 @@ class CarePlanRules:
 
     def _diet_conflict(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
         """A habitual food or drink against a documented diet (a low-salt plan and fast food every day); first what the
-        plan's own text asks or forbids, which a lifestyle memory also meets ("it's been in the closet since May")."""
+        plan's own text asks or forbids, which a lifestyle memory also meets ("it's been in the closet since May"), and
+        for a lifestyle memory a procedure or vaccine named in chatter (the last hook lifestyle.py calls)."""
         planned = self._plan_conflict(m, ctx)
         if planned is not None:
             return planned
+        if m.category == "lifestyle":
+            named = self._procedure_in_chatter(m, ctx) or self._vaccine_in_chatter(m, ctx)
+            if named is not None:
+                return named
         if m.assertion != Assertion.AFFIRMED:
             return None
         lapse = self._diet_lapse(m, ctx)

@@ -1,21 +1,30 @@
 """Condition and symptom memories: red flags, diagnoses from outside, conditions said to be resolved, pregnancy."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from reconcile_app.fhir.clinical import ClinicalEntry, State
+from reconcile_app.narrative.engines.cues import cue_pattern
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
-from reconcile_app.reconciliation.knowledge import Knowledge, norm, regex_text
+from reconcile_app.reconciliation.knowledge import Knowledge, RedFlag, norm, regex_text
 from reconcile_app.reconciliation.matching import (
     CondEntry, allergens_in_text, concepts_in_text, content_words, drugs_in_text, procedures_in_text, sites_in_text, stage_of,
 )
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
 
 from .cues import (
-    CHRONIC, CLINICIAN_SAID, DIAGNOSED, DIAGNOSIS_RATED, ENVIRONMENTAL, REACTION, RESOLVED, SURGERY, WENT_AWAY,
+    CHRONIC, CLINICIAN_NAMED, CLINICIAN_SAID, DIAGNOSED, DIAGNOSIS_RATED, ENVIRONMENTAL, REACTION, RESOLVED, RESOLVED_AFTER,
+    SURGERY, WENT_AWAY,
 )
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _grounded_term, _looks_acute, _short
+
+# one definition of what makes a word a diagnosis (a disease suffix or head noun), shared with the extractor
+DIAGNOSIS_WORD = cue_pattern("diagnosis_word")
+# the suffixes that name a disease of an organ or tissue (a complication is named this way: retinopathy, nephritis);
+# acute illness words (a cold, the flu) are diagnoses but never a more specific form of a chronic one
+_DISEASE_SUFFIX = re.compile(r"(?:itis|osis|oma|omas|emia|aemia|pathy|plasia|ectasis|penia|megaly)$")
 
 
 @dataclass
@@ -52,7 +61,29 @@ class ConditionRules:
 
     kb: Knowledge
 
-    def _red_flag_verdict(self, m: MemoryDraft, ctx: Context, text: str, *, only_classes: set[str] | None = None) -> Verdict | None:
+    def _red_flag_verdict(self, m: MemoryDraft, ctx: Context, text: str, *, only_classes: set[str] | None = None,
+                          reread: bool = False) -> Verdict | None:
+        """The red flags the text states, gated and not explained away, as one gap: the most severe decides, every flag
+        cites what makes it dangerous (the conditions and drug classes of its row, its lab, the plan that watches it).
+        reread: the memory was filed as chatter, so only a flag that is acute or that the record makes dangerous counts."""
+        kept = self._red_flags_said(m, ctx, text, only_classes)
+        if reread:
+            kept = [f for f in kept if _acute(f) or (f.safety and self._flag_context(f, ctx))]
+        if not kept:
+            return None
+        kept.sort(key=lambda f: (-SEVERITY_RANK[f.severity], -int(f.safety), -int(bool(self._flag_context(f, ctx))), f.id))
+        top = kept[0]
+        category = Cat.ALLERGY if top.id in ("anaphylaxis", "rash") else Cat.CONDITION
+        v = Verdict(GAP, category, f"redflag-{top.id}", top.severity, top.safety,
+                    f"Patient reports {', '.join(f.label for f in kept[:3])}; not in the record.")
+        for flag in kept:
+            v.raise_to(flag.severity, flag.safety)
+            self._cite_flag(v, flag, m, ctx)
+        return v
+
+    def _red_flags_said(self, m: MemoryDraft, ctx: Context, text: str, only_classes: set[str] | None) -> list[RedFlag]:
+        """Rows whose lay words the text says (not denied in the rest of the turn), whose gate the record opens, and
+        that nothing the patient takes or said explains."""
         flags = [f for f in self.kb.red_flags if f.matches(text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
@@ -63,40 +94,45 @@ class ConditionRules:
             flags = [f for f in flags if set(f.classes) & only_classes and f.careplan]
         flags = [f for f in flags if not f.requires_conditions or ctx.idx.conditions_for(set(f.requires_conditions))]
         flags = [f for f in flags if not f.requires_classes or ctx.idx.meds_of_classes(set(f.requires_classes))]
-        session = regex_text(ctx.session_text)
-        kept = []
-        for flag in flags:
-            explained = False
-            for cid in flag.explained_by:
-                if ctx.idx.meds_of_classes({cid}, active_only=False) or any(
-                    cid in self.kb.drug_classes(d) for d in drugs_in_text(session, self.kb, fuzzy=False).drugs
-                ) or any(norm(t).strip() in norm(session) for t in self.kb.classes[cid].lay):
-                    explained = True
-            if not explained:
-                kept.append(flag)
-        if kept and WENT_AWAY.search(text):
+        flags = [f for f in flags if not self._flag_explained(f, ctx, text)]
+        if flags and WENT_AWAY.search(text):
             # a passing, already-resolved minor symptom ("swollen after the flight, went down overnight"); acute
             # red flags (chest pain, fainting, bleeding) matter even when they are over
-            kept = [f for f in kept if f.severity == Severity.HIGH]
-        if not kept:
-            return None
-        kept.sort(key=lambda f: (-SEVERITY_RANK[f.severity], -int(f.safety), f.id))
-        top = kept[0]
-        category = Cat.ALLERGY if top.id in ("anaphylaxis", "rash") else Cat.CONDITION
-        v = Verdict(GAP, category, f"redflag-{top.id}", top.severity, top.safety,
-                    f"Patient reports {', '.join(f.label for f in kept[:3])}; not in the record.")
-        for flag in kept:
-            v.raise_to(flag.severity, flag.safety)
-            v.cite(*ctx.idx.conditions_for(set(flag.conditions))[:4])
-            v.cite(*ctx.idx.meds_of_classes(set(flag.classes))[:3])
-            if flag.loinc:
-                v.cite(ctx.idx.latest_observation(flag.loinc))
-            if flag.careplan:
-                v.cite(*ctx.idx.careplans_addressing({e.id for e in ctx.idx.conditions_for(set(flag.conditions))}))
-            if flag.id in ("anaphylaxis", "rash"):
-                self._reaction_to_listed_allergen(v, m, ctx)
-                v.cite(*ctx.idx.allergy_list)
-        return v
+            flags = [f for f in flags if f.severity == Severity.HIGH]
+        return flags
+
+    def _flag_explained(self, flag: RedFlag, ctx: Context, text: str) -> bool:
+        """A harmless cause the patient takes or names (iron darkens stools), unless the words go beyond what it explains
+        (red or tarry stools) or the patient is on a drug that makes the sign dangerous whatever its cause."""
+        if not flag.explained_by or any(p.search(text) for p in flag.unexplained):
+            return False
+        if flag.dangerous_with and ctx.idx.meds_of_classes(set(flag.dangerous_with)):
+            return False
+        session = regex_text(ctx.session_text)
+        said = drugs_in_text(session, self.kb, fuzzy=False).drugs
+        for cid in flag.explained_by:
+            if ctx.idx.meds_of_classes({cid}, active_only=False) or any(cid in self.kb.drug_classes(d) for d in said) \
+                    or any(norm(t).strip() in norm(session) for t in self.kb.classes[cid].lay):
+                return True
+        return False
+
+    def _flag_context(self, flag: RedFlag, ctx: Context) -> list[ClinicalEntry]:
+        """The record entries that make a flag dangerous for this patient: its conditions, then its drug classes."""
+        return ctx.idx.conditions_for(set(flag.conditions))[:4] + ctx.idx.meds_of_classes(set(flag.classes))[:3]
+
+    def _cite_flag(self, v: Verdict, flag: RedFlag, m: MemoryDraft, ctx: Context) -> None:
+        """What a reviewer opens for a flag: the drug that causes or worsens it first when the row is about a drug, then
+        the condition that makes it dangerous, its lab, and the plan that watches it."""
+        conditions = ctx.idx.conditions_for(set(flag.conditions))[:4]
+        meds = ctx.idx.meds_of_classes(set(flag.requires_classes or flag.classes))[:3]
+        v.cite(*(meds + conditions if flag.requires_classes else conditions + meds))
+        if flag.loinc:
+            v.cite(ctx.idx.latest_observation(flag.loinc))
+        if flag.careplan or conditions:
+            v.cite(*ctx.idx.careplans_addressing({e.id for e in conditions})[:1])
+        if flag.id in ("anaphylaxis", "rash"):
+            self._reaction_to_listed_allergen(v, m, ctx)
+            v.cite(*ctx.idx.allergy_list)
 
     def _condition(self, m: MemoryDraft, ctx: Context) -> Verdict:
         """The first rule of CONDITION_ORDER that returns a verdict decides."""
@@ -120,8 +156,8 @@ class ConditionRules:
         concepts -= {"pregnancy"}
         matches = ctx.idx.match_condition(concepts, content_words(name) if name else set())
         return CondFacts(m, ctx, name, status, quote, concepts, stage_of(name or m.content) or stage_of(m.quote), matches,
-                         resolved_claim=status == "resolved" or bool(RESOLVED.search(quote)),
-                         diagnosed=status in ("diagnosed", "new") or bool(DIAGNOSED.search(quote)))
+                         resolved_claim=status == "resolved" or bool(RESOLVED.search(quote)) or _resolved_after(m, ctx),
+                         diagnosed=status in ("diagnosed", "new") or bool(DIAGNOSED.search(quote)) or _named_by_clinician(m, ctx))
 
     # ---- the rules, in CONDITION_ORDER ------------------------------------------------------------------------
 
@@ -168,6 +204,12 @@ class ConditionRules:
             return self._condition_denied(f.active, f.concepts, f.ctx)
         return None
 
+    def _cond_historical_resolved(self, f: CondFacts) -> Verdict | None:
+        """"I used to get X; it's been gone since last summer": a past condition the record still holds as active."""
+        if f.m.assertion != Assertion.HISTORICAL or not (f.active and f.resolved_claim):
+            return None
+        return self._condition_denied(f.active, f.concepts, f.ctx)
+
     def _cond_historical(self, f: CondFacts) -> Verdict | None:
         if f.m.assertion != Assertion.HISTORICAL:
             return None
@@ -182,6 +224,24 @@ class ConditionRules:
         if f.flag is not None and not (f.active and not _looks_acute(f.flag)):
             return f.flag
         return None
+
+    def _cond_more_specific(self, f: CondFacts) -> Verdict | None:
+        """A diagnosis more specific than the record's ("diabetic retinopathy" for a patient with diabetes): a disease word
+        the patient was told that no record condition holds and that the matched concept does not name."""
+        if not (f.active and f.diagnosed and f.m.assertion == Assertion.AFFIRMED):
+            return None
+        known = set(content_words(" ".join(ce.entry.display for ce in f.ctx.idx.conditions)))
+        for c in f.concepts:
+            if c in self.kb.conditions:
+                known |= content_words(" ".join(self.kb.conditions[c].terms))
+        extra = [w for w in (d.group(0) for d in DIAGNOSIS_WORD.finditer(f.quote))
+                 if _DISEASE_SUFFIX.search(w) and not content_words(w) & known]
+        if not extra:
+            return None
+        v = Verdict(GAP, Cat.CONDITION, "condition-more-specific", Severity.MEDIUM, False,
+                    f"Patient reports {extra[0]}, more specific than the record's {_short(f.active[0].entry)}.")
+        v.cite(*(ce.entry for ce in f.active))
+        return v.cite(*self._condition_labs(f.ctx, f.concepts))
 
     def _cond_active_agrees(self, f: CondFacts) -> Verdict | None:
         if not f.active:
@@ -270,6 +330,32 @@ class ConditionRules:
         return v
 
 
+def _after_quote(m: MemoryDraft, ctx: Context, sentences: int = 2) -> str:
+    """The next sentences of the memory's turn after its quote (what a pronoun there points back to is the memory)."""
+    for turn_id in m.turn_ids:
+        text = ctx.turn_text.get(turn_id, "")
+        at = text.find(m.quote) if m.quote else -1
+        if at >= 0:
+            rest = text[at + len(m.quote):]
+            return " ".join(re.split(r"(?<=[.!?])\s+", rest.strip())[:sentences])
+    return ""
+
+
+def _resolved_after(m: MemoryDraft, ctx: Context) -> bool:
+    """"It says I have migraines. I don't get those no more.": the next sentence says the named thing is over."""
+    return bool(RESOLVED_AFTER.search(regex_text(m.quote + " " + _after_quote(m, ctx))))
+
+
+def _named_by_clinician(m: MemoryDraft, ctx: Context) -> bool:
+    """"urgent care. said gout": a clinician or care setting named the condition, in the quote or the rest of its turn."""
+    return bool(CLINICIAN_NAMED.search(regex_text(ctx.around(m))))
+
+
+def _acute(flag: RedFlag) -> bool:
+    """A flag that needs same-day care wherever it is said: high severity and safety-critical."""
+    return flag.severity == Severity.HIGH and flag.safety
+
+
 # The decision order of a condition or symptom memory: the first rule that returns a verdict decides.
 CONDITION_ORDER = (
     ConditionRules._cond_allergic_reaction,
@@ -277,8 +363,10 @@ CONDITION_ORDER = (
     ConditionRules._cond_negated,
     ConditionRules._cond_stage_conflict,
     ConditionRules._cond_resolved,
+    ConditionRules._cond_historical_resolved,
     ConditionRules._cond_historical,
     ConditionRules._cond_red_flag,
+    ConditionRules._cond_more_specific,
     ConditionRules._cond_active_agrees,
     ConditionRules._cond_unknown_outside_diagnosis,
     ConditionRules._cond_symptom_unflagged,

@@ -89,6 +89,15 @@ OUTSIDE = pattern("outside")
 RESOLVED = pattern("resolved")
 
 
+RESOLVED_AFTER = pattern("resolved_after")
+
+
+CLINICIAN_NAMED = pattern("clinician_named")
+
+
+ALLERGY_NOT_MINE = pattern("allergy_not_mine")
+
+
 DIAGNOSED = pattern("diagnosed")
 
 
@@ -96,6 +105,9 @@ TOLERATED = pattern("tolerated")
 
 
 EXPOSURE = pattern("exposure")
+
+
+ALLERGY_RECALLED = pattern("allergy_recalled")
 
 
 SURGERY = pattern("surgery")
@@ -193,3 +205,18 @@ WEIGHT_INTENT_DENIED = pattern("weight_intent_denied")
 
 
 WEIGHT_LOSS_GOAL = pattern("weight_loss_goal")
+
+
+PROCEDURE_HEADS = pattern("procedure_heads")
+
+
+PROCEDURE_DONE = pattern("procedure_done")
+
+
+PROCEDURE_FUTURE = pattern("procedure_future")
+
+
+PROCEDURE_GENERIC = words("procedure_generic")
+
+
+VACCINE_RECEIVED = pattern("vaccine_received")

@@ -16,10 +16,13 @@ from .cues import (
     MODAL_START, MORE, OCCASIONAL, ONCE, OTC_CLASSES, OTHER_SOURCE, RECORD_MG, REGULAR, RESUME, SKIP, SKIP_HABIT,
     START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, THIRD_PERSON, TOLERATED, WORD_NUM,
 )
+from .dosing import ScheduleConflict, schedule_conflict
 from .verdict import (
     AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _as_needed, _attr, _clip, _lexicon_terms, _order_text,
     _severity_max, _short,
 )
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass
@@ -294,6 +297,60 @@ class MedicationRules:
                     f"Patient reports taking someone else's {f.label}; the record's own order is {_short(f.match.active[0])}.")
         return v.cite(*f.match.active)
 
+    def _med_schedule_differs(self, f: MedFacts) -> Verdict | None:
+        """Taking an active order on another schedule than its dosageInstruction says: fewer doses (some days a week,
+        one of two daily doses, when remembered), more (a weekly drug every day), or at another time or with food."""
+        if not f.match.active or f.action not in ("taking", "took_once", "resumed") or f.someone_else \
+                or f.m.assertion != Assertion.AFFIRMED:
+            return None
+        said = self._said_about(f)
+        for entry in f.match.active:
+            conflict = schedule_conflict(entry, said)
+            if conflict is None:
+                continue
+            v = self._schedule_verdict(f, entry, conflict)
+            flag = self._red_flag_verdict(f.m, f.ctx, f.quote, only_classes=self._entry_classes(f.ctx, [entry]))
+            if flag is not None and flag.kind in (CONTRA, GAP):
+                # the same words are a red flag too ("a weekly pill every day"): the finding carries its weight
+                v.raise_to(flag.severity, flag.safety)
+                v.cite(*flag.cites)
+                v.explanation = f"{v.explanation} {flag.explanation}"
+            return v
+        return None
+
+    def _schedule_verdict(self, f: MedFacts, entry: ClinicalEntry, conflict: ScheduleConflict) -> Verdict:
+        classes = self._entry_classes(f.ctx, [entry])
+        if conflict.action == "timing":
+            sev, safe = "medium", False  # a dose at the wrong time or with food: absorption and effect, rarely acute harm
+        else:
+            sev, safe = self._class_sev(classes, "change", ("medium", False))
+        if conflict.action == "more" and conflict.ratio >= 4:
+            sev, safe = "high", True  # a weekly drug taken daily: a several-fold overdose (ISMP weekly dosing errors)
+        v = Verdict(CONTRA, Cat.MEDICATION, f"med-schedule-{conflict.action}", sev, safe,
+                    f"Record lists {_short(entry)} ({entry.detail or 'as prescribed'}); patient reports {conflict.said}.")
+        return v.cite(entry, *self._indications(f.ctx, classes)[:2])
+
+    def _said_about(self, f: MedFacts) -> str:
+        """The patient's words about this drug: the clauses from one naming it up to one naming another drug, across
+        its turns ("the thyroid one. only when I remember." is one statement; "and the other pill with food" is not).
+        A quote that names no drug (the extractor linked it: "take it every morning") speaks of this drug."""
+        names = {d.name for d in f.mention.drugs} | f.mention.raw_names
+        quote = regex_text(f.m.quote)
+        units = [u for turn_id in f.m.turn_ids for u in _clauses(f.ctx.turn_text.get(turn_id, ""))]
+        if not any(u in quote for u in units):
+            units = _clauses(f.m.quote) + units
+        named = [{d.name for d in drugs_in_text(u, self.kb, fuzzy=False).drugs} | _raw_names_in(u, names) for u in units]
+        implicit = not any(n & names for n in named)
+        parts, current = [], False
+        for unit, found in zip(units, named):
+            if found:
+                current = bool(found & names) and not found - names
+            elif implicit and unit in quote:
+                current = True
+            if current and unit not in parts:
+                parts.append(unit)
+        return " ".join(parts)
+
     def _med_active_order(self, f: MedFacts) -> Verdict | None:
         """Taking what the record orders: agreement, unless the stated strength is not the ordered one."""
         if not f.match.active:
@@ -367,8 +424,9 @@ class MedicationRules:
 
     def _med_quiet_new_use(self, f: MedFacts, interactions: list) -> Verdict | None:
         """New use that is not worth a reviewer's look: a lay class alone, a plan, an occasional or single OTC dose."""
-        if f.match.by_class_only:
-            # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap
+        if f.match.by_class_only and f.action != "started":
+            # "my water pill" with no matching active entry: a lay class name alone is too vague to call a gap; a new
+            # prescription named by its class ("urgent care gave me a cough syrup") is news even so
             return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
         otc = bool(f.classes) and f.classes <= (OTC_CLASSES | {"nsaid_like"})
         if MODAL_START.search(f.quote) and f.action != "stopped":
@@ -439,6 +497,16 @@ def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[Clinica
     return None
 
 
+def _clauses(text: str) -> list[str]:
+    return [c.strip() for c in CLAUSE_SPLIT.split(regex_text(text)) if c and c.strip()]
+
+
+def _raw_names_in(unit: str, names: set[str]) -> set[str]:
+    """Drug names the tables do not know (the record's first word, the extractor's word) said in a clause."""
+    words = set(norm(unit).split())
+    return {n for n in names if " " not in n and n in words}
+
+
 def _drug_clause(quote: str, kb: Knowledge) -> str:
     """The one clause of the quote that names a drug, when exactly one drug is named in the whole quote."""
     if len(drugs_in_text(quote, kb).drugs) != 1:
@@ -450,6 +518,7 @@ def _drug_clause(quote: str, kb: Knowledge) -> str:
 
 # The decision order of a medication memory: the first rule that returns a verdict decides.
 MEDICATION_ORDER = (
+    MedicationRules._med_schedule_differs,
     MedicationRules._med_red_flag_in_use,
     MedicationRules._med_historical,
     MedicationRules._med_listed_allergen,

@@ -148,11 +148,16 @@ def _sentences(text: str, limit: int) -> str:
     return kept
 
 
-def _repeat_key(v: Verdict) -> tuple[str, str] | None:
-    """What makes two discrepancies the same: the rule and the first record resource it is about."""
+_CONCEPT_ATTRIBUTES = ("drug", "substance")  # a medicine or allergen: care activities and symptoms repeat on the resource alone
+
+
+def _repeat_key(v: Verdict, m: MemoryDraft) -> tuple[str, str, str] | None:
+    """What makes two discrepancies the same: the rule, the first record resource it cites and what the patient
+    spoke of (turmeric and aspirin on the same warfarin order are two findings; "still on half a pill" is one)."""
     if v.kind not in (CONTRA, GAP) or not v.cites:
         return None
-    return v.rule.split("+")[0], f"{v.cites[0].resource_type}/{v.cites[0].id}"
+    concept = next((str(m.attributes[a]).strip().lower() for a in _CONCEPT_ATTRIBUTES if m.attributes.get(a)), "")
+    return v.rule.split("+")[0], f"{v.cites[0].resource_type}/{v.cites[0].id}", concept
 
 
 def _elapsed(start: datetime, end: datetime) -> timedelta:
