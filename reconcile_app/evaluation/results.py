@@ -31,7 +31,9 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
     ids = [s.pk for s in sessions]
     extraction = _latest_done(list(ExtractionRun.objects.filter(session_id__in=ids, status=ExtractionRun.Status.DONE)
                                    .only("id", "session_id", "finished_at")))
-    reconciliation = _latest_done(list(ReconciliationRun.objects.filter(session_id__in=ids, status=ReconciliationRun.Status.DONE)
+    # The pipeline's runs only: a ledger re-evaluation (the record or a memory changed) covers some memories.
+    reconciliation = _latest_done(list(ReconciliationRun.objects.filter(session_id__in=ids, status=ReconciliationRun.Status.DONE,
+                                                                        purpose=ReconciliationRun.Purpose.PIPELINE)
                                        .only("id", "session_id", "finished_at")))
     by_run: dict[int, list[Memory]] = {}
     for memory in (Memory.objects.filter(run_id__in=[r.pk for r in extraction.values()], origin=Memory.Origin.EXTRACTED)

@@ -390,7 +390,8 @@ def item_quotes(*, item: TriageItem, shown_finding_id: int | None = None) -> lis
 def finding_detail(*, item: TriageItem, finding_pk: int | None = None) -> FindingDetail:
     """The item with one of its quotes side by side with the record (the one the URL names)."""
     shown = finding_pk or item.finding_id
-    finding = Finding.objects.select_related("memory__turn", "memory__session", "session", "snapshot", "run").get(pk=shown)
+    finding = (Finding.objects.select_related("memory__turn", "memory__session", "session", "snapshot", "run")
+               .defer("snapshot__resources").get(pk=shown))  # the record comes from the per-snapshot cache
     memory = finding.memory
     quoted = set(memory.turn_ids or []) | {memory.turn.external_id}
     seqs = [t.seq for t in Turn.objects.filter(session_id=memory.session_id, external_id__in=quoted)] or [memory.turn.seq]

@@ -33,6 +33,13 @@ def heard(patient: Patient, *texts: str) -> Upload:
     return upload
 
 
+@pytest.fixture(autouse=True)
+def _in_process_tasks(eager_celery) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """Tasks run in-process even when CI configures a real broker: these tests are about what the
+    ledger propagates (write-backs, retractions, re-evaluations), not the queue; with no worker
+    consuming the broker a write-back queued by a test would stay pending."""
+
+
 @pytest.fixture
 def ehr_patient(sandbox_ehr, eager_celery):  # type: ignore[no-untyped-def]  # noqa: F811
     """smart-pat-1 of the sandbox (metformin active, glipizide stopped, penicillin allergy), pulled

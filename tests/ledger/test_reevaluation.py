@@ -128,3 +128,14 @@ def test_a_crash_during_re_evaluation_leaves_the_previous_state(ehr_patient, mon
     record_reevaluate(patient_id=ehr_patient.pk)  # the retry finds the consistent state and completes
     item.refresh_from_db()
     assert item.status == "resolved"
+
+
+def test_evaluation_results_read_the_pipelines_findings_not_a_later_re_evaluation(ehr_patient) -> None:  # type: ignore[no-untyped-def]
+    from reconcile_app.evaluation.results import results_for_patient
+
+    heard(ehr_patient, STOPPED_METFORMIN)
+    before = [f["kind"] for f in results_for_patient(patient=ehr_patient)["findings"]]
+    sandbox_medication_stop(fhir_id="smart-med-1")
+    _refresh(ehr_patient)  # a re-evaluation run (agreement) now exists for the session
+    assert Finding.objects.filter(run__purpose="reevaluation").exists()
+    assert [f["kind"] for f in results_for_patient(patient=ehr_patient)["findings"]] == before == ["contradiction"]
