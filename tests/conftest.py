@@ -122,6 +122,7 @@ def celery_worker_process(transactional_db: None, settings) -> Iterator[subproce
 
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
-    path = shutil.which("chromium") or "/usr/bin/chromium"
+    # Debian's build, never one a tool downloaded (a `chromium` earlier on PATH may be a Playwright download)
+    path = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else (shutil.which("chromium") or "/usr/bin/chromium")
     need(Path(path).exists(), "Debian chromium not installed (apt-get install -y chromium)")
     return path

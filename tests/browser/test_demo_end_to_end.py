@@ -44,7 +44,8 @@ def test_demo_launch_in_a_cross_site_frame_then_a_nurse_confirms_and_the_ehr_sho
     assert urlsplit(clinician.url).hostname == "127.0.0.1" and urlsplit(frame.url).hostname == "localhost"
 
     # The clinician's findings for this patient, each saying what it is.
-    rows = frame.locator("tr[data-row]")
+    # (decided findings sit in a closed <details> below: hidden rows have no text to read)
+    rows = frame.locator("tr[data-row] >> visible=true")
     assert rows.count() > 0
     summaries = [rows.nth(i).locator("td.summary a").inner_text().strip() for i in range(rows.count())]
     assert all(len(s) > 15 and not re.fullmatch(r"#?\d+", s) for s in summaries), summaries
