@@ -8,8 +8,8 @@ from reconcile_app.reconciliation.engines.rules import cues
 
 
 def test_every_cue_names_its_family_phenomenon_and_source() -> None:
-    data = json.loads(cues.CUES_PATH.read_text(encoding="utf-8"))["cues"]
-    assert data
+    data = cues._load_cues()  # cues.json and data/cues/*.json
+    assert data and set(json.loads(cues.CUES_PATH.read_text(encoding="utf-8"))["cues"]) <= set(data)
     for cue_id, cue in data.items():
         assert cue["family"] and len(cue["phenomenon"].split()) >= 3 and len(cue["source"]) > 8, cue_id
         assert sum(k in cue for k in ("pattern", "words", "numbers")) == 1, cue_id

@@ -8,7 +8,20 @@ from typing import Any
 
 
 CUES_PATH = Path(__file__).resolve().parents[2] / "data" / "cues.json"
-_CUES: dict[str, dict[str, Any]] = json.loads(CUES_PATH.read_text(encoding="utf-8"))["cues"]
+
+
+def _load_cues() -> dict[str, dict[str, Any]]:
+    """cues.json, then data/cues/*.json (one file per family of phenomena); a cue id is defined once."""
+    out: dict[str, dict[str, Any]] = dict(json.loads(CUES_PATH.read_text(encoding="utf-8"))["cues"])
+    for path in sorted((CUES_PATH.parent / "cues").glob("*.json")):
+        for cue_id, cue in json.loads(path.read_text(encoding="utf-8"))["cues"].items():
+            if cue_id in out:
+                raise ValueError(f"{path.name}: cue {cue_id!r} is already defined")
+            out[cue_id] = cue
+    return out
+
+
+_CUES: dict[str, dict[str, Any]] = _load_cues()
 
 
 def pattern(cue_id: str) -> re.Pattern[str]:
