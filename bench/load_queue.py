@@ -87,7 +87,9 @@ def server_start(*, port: int, workers: int, env: dict[str, str], log: Path) -> 
                   "ALLOWED_HOSTS": "127.0.0.1,localhost", "CELERY_BROKER_URL": os.environ.get("LOAD_BROKER_URL", "memory://"),
                   "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "LOGIN_FAILURE_LIMIT": "1000", **env}
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--threads", "4",
+        # keep-alive longer than a nurse's pause between clicks (locust waits 0.5-2 s): with gunicorn's 2 s default a
+        # client reuses a connection the server is closing at that moment and gets "connection reset by peer"
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--threads", "4", "--keep-alive", "5",
          "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
         cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))  # noqa: SIM115
     for _ in range(240):
