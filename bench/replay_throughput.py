@@ -61,7 +61,7 @@ def run_once(dataset: Path, work: Path, index: int, jobs: int) -> dict[str, Any]
         raise SystemExit(f"replay failed ({proc.returncode}):\n{stderr[-2000:]}")
     report = json.loads(timings.read_text())
     report.update(
-        wall_s=round(wall, 3), cpu_s=round(usage.ru_utime + usage.ru_stime, 3), peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
+        wall_s=round(wall, 3), process_cpu_s=round(usage.ru_utime + usage.ru_stime, 3), peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
         startup_s=round(wall - report["total_s"], 3), problems_text=[line for line in stderr.splitlines() if line.startswith("PROBLEM")][:5],
         stdout=stdout.strip().splitlines()[-1:],
     )
@@ -112,7 +112,9 @@ def main() -> int:
     print(f"  process start-up (python, django) {r['startup_s']:.2f}s; engines' load {r['engines_load_s']:.2f}s; "
           f"extraction engine {r['extraction_engine_s']:.2f}s; reconciliation engine {r['reconciliation_engine_s']:.2f}s; "
           f"services {r['services_s']:.2f}s")
-    print(f"  engines alone {result['engine_only_turns_per_s']:.0f} patient turns/s; CPU {r['cpu_s']:.2f}s; peak RSS {r['peak_rss_mib']:.0f} MiB; "
+    print(f"  engines alone {result['engine_only_turns_per_s']:.0f} patient turns/s; CPU s {r['process_cpu_s']:.1f} (all processes; in the workers: "
+          f"extraction {r['cpu_s']['extraction']:.1f}, reconciliation {r['cpu_s']['reconciliation']:.1f}, services {r['cpu_s']['services']:.1f}); "
+          f"peak RSS {r['peak_rss_mib']:.0f} MiB; "
           f"problems {r['problems']}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

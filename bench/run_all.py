@@ -44,6 +44,7 @@ class Bench:
     env: dict[str, str] = field(default_factory=dict)
     summary: Callable[[dict[str, Any]], str] | None = None  # the README's figure, from the JSON
     timeout: int = 3600
+    printed: list[str] = field(default_factory=list)  # without JSON: the printed lines holding these, as printed
 
 
 def _replay(r: dict[str, Any]) -> str:
@@ -89,9 +90,11 @@ BENCHES = [
           summary=_queue),
     Bench("load", "20 concurrent nurses working the queue for 60 s (gunicorn + PostgreSQL, locust over loopback)",
           [PY, "bench/load_queue.py", "--json", "{json}"], needs=["postgres"], env={"DATABASE_URL": PG_URL}, summary=_load),
-    Bench("extraction", "Extraction speed (rules engine alone, dev patient turns)", [PY, "bench/extraction_speed.py"]),
+    Bench("extraction", "Extraction speed (rules engine alone, one process, the dev set's patient turns)", [PY, "bench/extraction_speed.py"],
+          printed=["patient turns / s", "extraction s (best pass)", "lexicon load s", "lexicon first build", "max RSS"]),
     Bench("parse", "Transcript parsing", [PY, "bench/replay_speed.py", "--parse-only"]),
-    Bench("context", "Context pack of a 1,000-resource record (`GET /api/patients/<id>/context`, SQLite)", [PY, "bench/context_pack_p95.py"]),
+    Bench("context", "Context pack of a 1,000-resource record (`GET /api/patients/<id>/context`, SQLite; issue 15's benchmark)",
+          [PY, "bench/context_pack_p95.py"], printed=["json ", "json_304", "text_2000", "after_change", "target p95"]),
 ]
 
 
@@ -148,11 +151,19 @@ def run(bench: Bench) -> dict[str, Any]:
         entry["status"] = "ok" if proc.returncode == 0 else "failed"
         if proc.returncode != 0:
             entry["stderr"] = proc.stderr[-1500:]
-    if bench.summary is not None and "figures" in entry:
-        entry["figure"] = bench.summary(entry["figures"])
-    elif entry.get("printed"):
-        entry["figure"] = "; ".join(entry["printed"][-3:])
+    entry["figure"] = figure_of(bench, entry)
     return entry
+
+
+def figure_of(bench: Bench, entry: dict[str, Any]) -> str:
+    """The README's figure: the benchmark's summary of its JSON, else the printed lines it names."""
+    if bench.summary is not None and "figures" in entry:
+        return bench.summary(entry["figures"])
+    if entry.get("printed"):
+        lines = [line for line in entry["printed"] if not line.lstrip().startswith("{")]  # a JSON dump is not a figure
+        chosen = [line for line in lines if any(key in line for key in bench.printed)] if bench.printed else lines[-3:]
+        return "; ".join(" ".join(line.split()) for line in chosen)
+    return ""
 
 
 def readme_table(results: dict[str, Any]) -> str:
@@ -165,7 +176,10 @@ def readme_table(results: dict[str, Any]) -> str:
         "| what | figure | command |",
         "|---|---|---|",
     ]
+    benches = {b.key: b for b in BENCHES}
     for key, entry in results["benchmarks"].items():
+        if key in benches and entry.get("status") != "skipped":
+            entry["figure"] = figure_of(benches[key], entry)
         if entry.get("status") == "skipped":
             figure = f"not measured here: {entry['reason']}"
         elif entry.get("status") == "failed":
