@@ -114,6 +114,7 @@ _VIRAL_LOAD = cue_pattern("viral_load")
 _GLUCOSE_ANCHOR = cue_pattern("glucose_anchor")
 _OTHER_QUANTITY_QUESTION = cue_pattern("other_quantity_question")
 _GLUCOSE_READ = cue_pattern("glucose_read")
+_NOT_GLUCOSE_UNIT = cue_pattern("not_a_glucose_unit")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|kiosk)\b")
 _CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
@@ -358,8 +359,8 @@ def _glucose(low: str, setting: str, free, claim) -> None:
             if not nums or not all(20 <= v <= 700 for v in nums) or not free(m.start(), m.end()):
                 continue
             between = low[key.end() : m.start()]
-            if re.search(r"\b(lbs?|pounds?|steps|minutes|mins|days|weeks|times|%|dollars|bucks|years|yrs|cookies)\b", low[m.end() : m.end() + 10]):
-                continue
+            if _NOT_GLUCOSE_UNIT.match(low[m.end() : m.end() + 20]):
+                continue  # "I went 40 feet farther": a distance, not a sugar
             if re.search(r"\b(blood pressure|bp|pressure|weight|a1c|inr|pulse|heart rate)\b", between):
                 continue
             q = "range" if m.group(2) else ""
@@ -384,6 +385,8 @@ def _glucose_reads(low: str, setting: str, free, claim) -> None:
         if not (40 <= v <= 700) or not free(m.start(1), m.end(1)) or not any(a <= m.start() <= a + 300 for a in anchors):
             continue
         if _HEART_ANCHOR.search(before) or _BP_WORD.search(before) or _WEIGHT_ANCHOR.search(before):
+            continue
+        if _NOT_GLUCOSE_UNIT.match(low[m.end(1) : m.end(1) + 20]):
             continue
         reads.append(m)
     if reads:

@@ -12,7 +12,7 @@ from reconcile_app.reconciliation.matching import (
 )
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
 
-from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP
+from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP, words as cue_words
 from .plantext import (
     PlanItem, ambiguous_for, disuse_in, done_by_patient, habit_in, intake_in, item_active, mentions, number_value, plan_items, quantities,
     vocabulary,
@@ -172,7 +172,9 @@ class CarePlanRules:
         quote = regex_text(m.quote)
         if not stopped or m.assertion == Assertion.HISTORICAL or HEDGED.search(quote):
             return None
-        words = {w for w in stems(set(norm(m.quote).split())) if len(w) >= 4} - stems(set(self.kb.lapse_exempt))
+        # a word shared with the instruction must name its activity: "every morning" or "with food" names none
+        exempt = stems(set(self.kb.lapse_exempt)) | stems(set(_LAPSE_GENERIC))
+        words = {w for w in stems(set(norm(m.quote).split())) if len(w) >= 4} - exempt
         for entry, _ in ctx.idx.careplans:
             if entry.state != State.ACTIVE:
                 continue
@@ -180,7 +182,7 @@ class CarePlanRules:
                 lowered = regex_text(activity)
                 if not any(re.search(rf"\b{re.escape(v.strip())}\b", lowered) for v in self.kb.imperatives):
                     continue
-                act_words = {w for w in stems(set(norm(activity).split())) if len(w) >= 4} - stems(set(self.kb.lapse_exempt))
+                act_words = {w for w in stems(set(norm(activity).split())) if len(w) >= 4} - exempt
                 shared = words & act_words
                 if shared:
                     return Verdict(CONTRA, Cat.CAREPLAN, "careplan-activity-lapse", Severity.LOW, False,
@@ -365,6 +367,7 @@ class CarePlanRules:
         return v
 
 
+_LAPSE_GENERIC = cue_words("lapse_shared_generic")
 _FORBIDDEN_FOODS = {"raw_food", "low_salt_diet", "grapefruit", "thin_liquids"}  # foods a plan forbids outright, one is enough
 _UNIT_WORDS = {"lb": "lb", "ft": "feet", "drink": "drinks", "oz": "oz of fluid"}
 

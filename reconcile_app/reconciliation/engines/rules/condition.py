@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date, datetime
 
 from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.narrative.engines.cues import cue_pattern
@@ -14,6 +15,7 @@ from reconcile_app.reconciliation.matching import (
 )
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
 
+from .cues import pattern as cue_pattern_of
 from .cues import (
     CHRONIC, CLINICIAN_NAMED, CLINICIAN_SAID, DIAGNOSED, DIAGNOSIS_RATED, ENVIRONMENTAL, REACTION, RESOLVED, RESOLVED_AFTER,
     SURGERY, WENT_AWAY,
@@ -25,6 +27,13 @@ DIAGNOSIS_WORD = cue_pattern("diagnosis_word")
 # the suffixes that name a disease of an organ or tissue (a complication is named this way: retinopathy, nephritis);
 # acute illness words (a cold, the flu) are diagnoses but never a more specific form of a chronic one
 _DISEASE_SUFFIX = re.compile(r"(?:itis|osis|oma|omas|emia|aemia|pathy|plasia|ectasis|penia|megaly)$")
+# reconciler cues of this module's own family file (data/cues/conditions.json)
+DATED_PAST = cue_pattern_of("dated_past")
+CLAIMED_RISK = cue_pattern_of("claimed_risk")
+PAST_HABIT = cue_pattern_of("past_habit")
+TRANSITIVE_STOP = cue_pattern_of("transitive_stop")
+PAST_DATE_DAYS = 60  # an event dated two months or more before the session is a retold history, not a new complaint
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
 @dataclass
@@ -66,6 +75,9 @@ class ConditionRules:
         """The red flags the text states, gated and not explained away, as one gap: the most severe decides, every flag
         cites what makes it dangerous (the conditions and drug classes of its row, its lab, the plan that watches it).
         reread: the memory was filed as chatter, so only a flag that is acute or that the record makes dangerous counts."""
+        quote = regex_text(m.quote)
+        if _dated_past(quote, m.mention_time) or (reread and PAST_HABIT.search(quote)):
+            return None  # a retold history ("in June of 2022 the bleeding started") or a past habit is no new red flag
         kept = self._red_flags_said(m, ctx, text, only_classes)
         if reread:
             kept = [f for f in kept if _acute(f) or (f.safety and self._flag_context(f, ctx))]
@@ -218,6 +230,30 @@ class ConditionRules:
                            explanation="The past condition is in the record.").cite(*(ce.entry for ce in (f.historical or f.active)))
         return Verdict(NCR, Cat.CONDITION, "condition-historical", explanation="A past condition; nothing current to reconcile.")
 
+    def _cond_dated_history(self, f: CondFacts) -> Verdict | None:
+        """"my first kidney stone was in 2019": an event dated well before the session that the record already holds (active,
+        resolved or as history) agrees with it; a recurrence or a resolution needs words about now."""
+        if f.m.assertion != Assertion.AFFIRMED or f.resolved_claim or not _dated_past(f.quote, f.m.mention_time):
+            return None
+        known = [ce.entry for ce in f.matches if ce.entry.state in (State.ACTIVE, State.HISTORICAL)]
+        if not known:
+            return None
+        return Verdict(AGREE, Cat.CONDITION, "condition-dated-history",
+                       explanation="A dated past event the record already holds.").cite(*known)
+
+    def _cond_claimed_risk(self, f: CondFacts) -> Verdict | None:
+        """"they say sugar gives you diabetes", "a post said the vaccine causes autism": a disease named as what
+        something causes or risks is a claimed harm, not a diagnosis of the patient."""
+        if f.m.assertion != Assertion.AFFIRMED:
+            return None
+        terms = {t for c in f.concepts if c in self.kb.conditions for t in self.kb.conditions[c].terms}
+        terms |= {d.group(0) for d in DIAGNOSIS_WORD.finditer(f.quote)}
+        if f.name:
+            terms.add(f.name)
+        if not any(_claimed_risk(f.quote, t) for t in terms if t.strip()):
+            return None
+        return Verdict(NCR, Cat.CONDITION, "condition-claimed-risk", explanation="A disease named as a claimed risk, not a diagnosis.")
+
     def _cond_red_flag(self, f: CondFacts) -> Verdict | None:
         """A red flag decides unless it is a non-acute one about a condition the record already lists."""
         f.flag = self._red_flag_verdict(f.m, f.ctx, regex_text(" ".join([f.m.quote, f.name])))
@@ -257,7 +293,7 @@ class ConditionRules:
             return None
         words = content_words(term) | content_words(f.name)
         same = [ce for ce in ctx.idx.conditions if ce.words & words and ce.entry.state in (State.ACTIVE, State.HISTORICAL)]
-        if any(ce.entry.state == State.ACTIVE for ce in same):
+        if any(ce.entry.state == State.ACTIVE for ce in same) or (same and _dated_past(f.quote, m.mention_time)):
             return Verdict(AGREE, Cat.CONDITION, "condition-active-agrees", explanation="The condition is in the record.").cite(*(ce.entry for ce in same))
         v = Verdict(GAP, Cat.CONDITION, "condition-outside-diagnosis", Severity.MEDIUM, False,
                     f"Patient reports a new diagnosis ({term}) that the record does not list.")
@@ -342,8 +378,37 @@ def _after_quote(m: MemoryDraft, ctx: Context, sentences: int = 2) -> str:
 
 
 def _resolved_after(m: MemoryDraft, ctx: Context) -> bool:
-    """"It says I have migraines. I don't get those no more.": the next sentence says the named thing is over."""
-    return bool(RESOLVED_AFTER.search(regex_text(m.quote + " " + _after_quote(m, ctx))))
+    """"It says I have migraines. I don't get those no more.": the next sentence says the named thing is over ("they
+    stopped", not "the surgeon stopped my aspirin": a stop with an object is someone stopping a thing)."""
+    text = regex_text(m.quote + " " + _after_quote(m, ctx))
+    for hit in RESOLVED_AFTER.finditer(text):
+        said = hit.group(0)
+        at = max(said.rfind("stopped"), said.rfind("quit"))
+        if at >= 0 and TRANSITIVE_STOP.match(text, hit.start() + at):
+            continue
+        return True
+    return False
+
+
+def _dated_past(text: str, when: datetime) -> bool:
+    """The text dates an event by a calendar year (and month) at least PAST_DATE_DAYS before the session; a year alone
+    counts as its last month, so "in 2025" said in January 2026 is not yet a retold history."""
+    for hit in DATED_PAST.finditer(text):
+        year = int(hit.group("year"))
+        month = _MONTHS.index(hit.group("month")[:3].lower()) + 1 if hit.group("month") else 12
+        if not when.year - 90 <= year <= when.year:
+            continue  # not a plausible calendar year of this patient's life
+        if (when.date() - date(year, month, 28)).days >= PAST_DATE_DAYS:
+            return True
+    return False
+
+
+def _claimed_risk(text: str, term: str) -> bool:
+    """The term is said as what something causes or risks ("gives you diabetes", "linked to liver disease")."""
+    for hit in re.finditer(rf"\b{re.escape(term.strip().lower())}\b", text):
+        if CLAIMED_RISK.search(text[max(0, hit.start() - 80):hit.start()]):
+            return True
+    return False
 
 
 def _named_by_clinician(m: MemoryDraft, ctx: Context) -> bool:
@@ -365,7 +430,9 @@ CONDITION_ORDER = (
     ConditionRules._cond_resolved,
     ConditionRules._cond_historical_resolved,
     ConditionRules._cond_historical,
+    ConditionRules._cond_dated_history,
     ConditionRules._cond_red_flag,
+    ConditionRules._cond_claimed_risk,
     ConditionRules._cond_more_specific,
     ConditionRules._cond_active_agrees,
     ConditionRules._cond_unknown_outside_diagnosis,

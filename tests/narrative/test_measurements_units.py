@@ -1,0 +1,25 @@
+"""A number is read as its following unit: a distance, a time or a count after a sugar word is not a blood sugar."""
+from __future__ import annotations
+
+import pytest
+
+from reconcile_app.narrative.engines.measurements import find_measurements
+
+
+@pytest.mark.parametrize("text", [
+    "my numbers on the stair test were better, i climbed 40 feet more than last time",
+    "the sugar talk at the clinic was long, i walked 90 yards to the car after",
+    "my readings at rehab went up, 60 laps of the track",
+    "meter says i did 120 steps on the treadmill warmup",
+])
+def test_a_distance_or_count_after_a_sugar_word_is_not_a_glucose(text: str) -> None:
+    assert not [m for m in find_measurements(text) if m.kind == "glucose"]
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("my sugar was 48 this morning and i was shaky", 48),
+    ("the meter said 310 after dinner", 310),
+    ("fasting numbers 92 and 104 this week", 104),
+])
+def test_a_sugar_reading_is_still_read(text: str, value: float) -> None:
+    assert [m.value for m in find_measurements(text) if m.kind == "glucose"][-1] == value
