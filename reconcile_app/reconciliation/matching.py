@@ -81,12 +81,13 @@ def _drugs_in_text(text: str, fuzzy: bool) -> tuple[tuple[Drug, ...], frozenset[
     normed = " " + " ".join(w[:-1] if w.endswith("s") and len(w) > 4 and not w.endswith("ss") else w for w in normed.split()) + " " + normed
     mention = DrugMention()
     consumed = normed
-    for term, drug in kb.drug_terms:
+    drug_rows, class_rows = _TermIndex.of(kb).candidates(normed)
+    for term, drug in drug_rows:  # the table's order (longest first), only the rows whose term the text holds
         if has_phrase(consumed, term):
             if drug not in mention.drugs:
                 mention.drugs.append(drug)
             consumed = consumed.replace(f" {term} ", " | ")
-    hits = [(term, cid) for term, cid in kb.class_terms if has_phrase(consumed, term)]
+    hits = [(term, cid) for term, cid in class_rows if has_phrase(consumed, term)]
     for term, cid in hits:
         if has_phrase(consumed, term) or any(t == term for t, c in hits if c in mention.lay_classes):
             mention.lay_classes.add(cid)
@@ -101,6 +102,49 @@ def _drugs_in_text(text: str, fuzzy: bool) -> tuple[tuple[Drug, ...], frozenset[
             if drug not in mention.drugs:
                 mention.drugs.append(drug)
     return tuple(mention.drugs), frozenset(mention.lay_classes)
+
+
+class _TermIndex:
+    """The drug and lay class tables by term, to test only the rows whose term is a phrase of the text, in table order.
+
+    Scanning every row of both tables (thousands of terms) for every new text was most of the cost of reading
+    drugs. A row can only match if its term is a run of the text's words: replacing a matched term by " | " never
+    makes a new run, because no term holds "|". Terms not in normal form (which a word run cannot equal) are
+    always tested, so the result is the full scan's."""
+
+    _built: dict[int, tuple[Knowledge, list, list, _TermIndex]] = {}
+
+    def __init__(self, drug_terms: list[tuple[str, Drug]], class_terms: list[tuple[str, str]]) -> None:
+        self.drug_terms, self.class_terms = drug_terms, class_terms
+        self.drug_at: dict[str, list[int]] = {}
+        self.class_at: dict[str, list[int]] = {}
+        self.always_drug: list[int] = []
+        self.always_class: list[int] = []
+        for rows, at, always in ((drug_terms, self.drug_at, self.always_drug), (class_terms, self.class_at, self.always_class)):
+            for i, (term, _) in enumerate(rows):
+                if term and term == " ".join(term.split()):
+                    at.setdefault(term, []).append(i)
+                elif term:
+                    always.append(i)
+        self.longest = max((len(t.split()) for t in (*self.drug_at, *self.class_at)), default=1)
+
+    @classmethod
+    def of(cls, kb: Knowledge) -> _TermIndex:
+        held = cls._built.get(id(kb))
+        if held is None or held[1] is not kb.drug_terms or held[2] is not kb.class_terms:
+            held = (kb, kb.drug_terms, kb.class_terms, cls(kb.drug_terms, kb.class_terms))
+            cls._built[id(kb)] = held  # holds kb: its id is not reused while cached
+        return held[3]
+
+    def candidates(self, normed: str) -> tuple[list[tuple[str, Drug]], list[tuple[str, str]]]:
+        words = normed.split()
+        drug_rows, class_rows = set(self.always_drug), set(self.always_class)
+        for start in range(len(words)):
+            for end in range(start + 1, min(start + self.longest, len(words)) + 1):
+                phrase = " ".join(words[start:end])
+                drug_rows.update(self.drug_at.get(phrase, ()))
+                class_rows.update(self.class_at.get(phrase, ()))
+        return [self.drug_terms[i] for i in sorted(drug_rows)], [self.class_terms[i] for i in sorted(class_rows)]
 
 
 @lru_cache(maxsize=None)
@@ -610,12 +654,18 @@ def _activity_groups() -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
     return tuple((tuple(norm(m).strip() for m in g.members), frozenset(w for t in g.tags for w in norm(t).split())) for g in kb.activity_groups)
 
 
+@lru_cache(maxsize=4)
+def _normed_idioms(idioms: tuple[str, ...]) -> tuple[str, ...]:
+    """The care-plan idioms as expand_activity_words replaces them, normalized once rather than on every memory."""
+    return tuple(f" {norm(idiom).strip()} " for idiom in idioms)
+
+
 def expand_activity_words(text: str, kb: Knowledge | None = None) -> set[str]:
     """Memory words plus the tags of activity groups and drug classes it names (running -> high impact)."""
     kb = kb or load_knowledge()
     normed = norm(text)
-    for idiom in kb.idioms:
-        normed = normed.replace(f" {norm(idiom).strip()} ", " | ")
+    for idiom in _normed_idioms(kb.idioms):
+        normed = normed.replace(idiom, " | ")
     words = set(normed.split())
     for members, tags in _activity_groups():
         hits = [m for m in members if has_phrase(normed, m)]

@@ -37,8 +37,8 @@ from .observation import ObservationRules
 from .procedure import ProcedureRules
 from .cues import PREGNANT
 from .verdict import (
-    CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _citation, _elapsed,
-    _only_the_patient_in, _record_category, _repeat_key, _sentences, _text,
+    CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _CONCEPT_ATTRIBUTES, _citation,
+    _elapsed, _only_the_patient_in, _record_category, _repeat_key, _sentences, _text,
 )
 
 
@@ -87,12 +87,12 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         # in the order the patient said them: what follows a sentence about a drug is read as about that drug
         ctx = Context(idx=idx, kb=self.kb, session_text=session_text, history=history,
                       turn_text={t: " ".join(q for _, q in sorted(qs, key=lambda sq: sq[0])) for t, qs in turn_quotes.items()})
-        raised = self._raised_before(history, ctx)
+        past = _PastVerdicts(self, history, ctx)
         out = []
         for m in memories:
             verdict = self._judge(m, ctx)
             key = _repeat_key(verdict, m)
-            earlier = raised.get(key) if key else None
+            earlier = past.raised(key) if key else None
             if earlier is not None and _elapsed(earlier, m.mention_time) <= REPEAT_WINDOW:
                 # the same discrepancy on the same resource was raised from an earlier session: the queue already
                 # holds it, and a follow-up mention ("still on half a pill") is not a new finding
@@ -101,24 +101,13 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             out.append(self._finding(verdict, m))
         return out
 
-    def _raised_before(self, history: Sequence[MemoryDraft], ctx: Context) -> dict[tuple[str, str, str], datetime]:
-        """Discrepancies the rules raise on the patient's earlier memories: (rule, resource) -> latest mention."""
-        if not history:
-            return {}
-        past = Context(idx=ctx.idx, kb=ctx.kb, session_text="", history=())
-        raised: dict[tuple[str, str, str], datetime] = {}
-        if self._past_record is not ctx.idx.record or len(self._past) > 20000:
+    def _past_keys(self, record: object) -> dict[tuple, tuple[str, str, str] | None]:
+        """Repeat keys of earlier memories judged on their own, kept for one record object at a time (a new record,
+        or a changed one, starts afresh): every later session of the patient asks about the same memories."""
+        if self._past_record is not record or len(self._past) > 20000:
             self._past = {}
-            self._past_record = ctx.idx.record
-        for m in history:
-            cache_key = (m.anchor_turn_id, m.turn_ids, m.quote, m.category, m.subject, m.assertion, m.mention_time,
-                         repr(sorted(m.attributes.items(), key=lambda kv: kv[0])))
-            if cache_key not in self._past:
-                self._past[cache_key] = _repeat_key(self._judge(m, past), m)
-            key = self._past[cache_key]
-            if key and (key not in raised or raised[key] < m.mention_time):
-                raised[key] = m.mention_time
-        return raised
+            self._past_record = record
+        return self._past
 
     def _finding(self, v: Verdict, memory: MemoryDraft) -> FindingDraft:
         discrepancy = v.kind in (CONTRA, GAP)
@@ -175,3 +164,42 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             if smoking is not None:
                 return smoking
         return verdict
+
+
+def _concept(m: MemoryDraft) -> str:
+    """The third part of a memory's repeat key (what the patient spoke of), read from its attributes alone."""
+    return next((str(m.attributes[a]).strip().lower() for a in _CONCEPT_ATTRIBUTES if m.attributes.get(a)), "")
+
+
+class _PastVerdicts:
+    """Discrepancies the rules raise on the patient's earlier memories, judged only when a finding of this session
+    asks: (rule, resource, concept) -> latest mention. A repeat key ends with the memory's own concept, so only the
+    earlier memories of that concept can hold it; judging every earlier memory on every session (most of them never
+    asked about) made the engine's cost grow with the square of a patient's sessions."""
+
+    def __init__(self, rules: RulesReconciler, history: Sequence[MemoryDraft], ctx: Context) -> None:
+        self.rules, self.history = rules, history
+        self.ctx = Context(idx=ctx.idx, kb=ctx.kb, session_text="", history=())  # each memory judged on its own
+        self._by_concept: dict[str, list[MemoryDraft]] | None = None
+        self._raised: dict[tuple[str, str, str], datetime | None] = {}
+
+    def raised(self, key: tuple[str, str, str]) -> datetime | None:
+        if key not in self._raised:
+            self._raised[key] = self._latest(key)
+        return self._raised[key]
+
+    def _latest(self, key: tuple[str, str, str]) -> datetime | None:
+        if self._by_concept is None:
+            self._by_concept = {}
+            for m in self.history:  # in history order, so ties resolve as a scan of the whole history would
+                self._by_concept.setdefault(_concept(m), []).append(m)
+        cache = self.rules._past_keys(self.ctx.idx.record)
+        latest: datetime | None = None
+        for m in self._by_concept.get(key[2], ()):
+            cache_key = (m.anchor_turn_id, m.turn_ids, m.quote, m.category, m.subject, m.assertion, m.mention_time,
+                         repr(sorted(m.attributes.items(), key=lambda kv: kv[0])))
+            if cache_key not in cache:
+                cache[cache_key] = _repeat_key(self.rules._judge(m, self.ctx), m)
+            if cache[cache_key] == key and (latest is None or latest < m.mention_time):
+                latest = m.mention_time
+        return latest
