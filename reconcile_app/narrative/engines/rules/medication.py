@@ -5,7 +5,7 @@ import re
 from typing import Any
 
 from reconcile_app.narrative.types import Assertion, MemoryCategory, Subject, TurnInput
-from reconcile_app.terminology.lexicon import Entry, Hit, Lexicon
+from reconcile_app.terminology.lexicon import STOPWORDS, Entry, Hit, Lexicon
 
 from .. import context as ctx
 from ..clauses import Sentence
@@ -16,7 +16,13 @@ from .state import Mention, SentenceScope, TurnState
 
 # ---- medication actions ------------------------------------------------------------------------
 
-_ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in cue_rules("action_rx")]
+_ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in cue_rules("action_rx")] + [
+    (cue_pattern("stop_idiom"), "stopped", "")]  # "fired it", "a pink slip", "a drug holiday" (medication_frames.json)
+_NEGATED_STOP = cue_pattern("negated_stop")
+_CONTAINER_NOUN = cue_words("container_noun")
+_CULINARY_USE = cue_pattern("culinary_use")
+_FOOD_HERB = cue_words("food_herb")
+_SUPPLEMENT_FORM = cue_pattern("supplement_form")
 _INTAKE = cue_words("intake")
 _FREQUENCY = cue_pattern("frequency")
 _DOSE = cue_pattern("dose")
@@ -69,12 +75,16 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
     """A drug or class hit as a medication: the drug, the action on it, dose, frequency, source and owner.
     False when it is a bare generic class ("an inhaler") with no action: not a statement about a medication."""
     attrs = _drug_of(mention, entry, lex)
-    action, dose_change = _action(_clause_around(sent, hit.start, hit.end), sent.low, hit, words, res)
+    clause = _clause_around(sent, hit.start, hit.end)
+    action, dose_change = _action(clause, sent.low, hit, words, res)
     action, dose_change = _switched(sent.low, hit, action, dose_change)
+    if _lexicon_noise(hit, entry, clause, sent.low, words, action):
+        return False
     if mention.unresolved and entry.canonical in ("inhaler", "vitamin supplement", "antibiotic") and action is None:
         return False
-    if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
-        mention.assertion = Assertion.AFFIRMED  # "haven't taken my X", "no more X": an action, not a denial
+    if res.assertion == Assertion.NEGATED and (action in ("stopped", "skipped") or _NEGATED_STOP.search(clause)):
+        # "haven't taken my X", "no more X": an action, not a denial; "never stopped my X": the negation is the stop's
+        mention.assertion = Assertion.AFFIRMED
     attrs["action"] = action or "taking"
     if dose_change:
         attrs["dose_change"] = dose_change
@@ -90,6 +100,22 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
         if entry.code:
             attrs["rxnorm_hint"] = entry.code
     return True
+
+
+def _lexicon_noise(hit: Hit, entry: Entry, clause: str, low: str, words: list[str], action: str | None) -> bool:
+    """A dictionary hit that is not a medicine in its sentence: a brand name made only of function words and numbers
+    ("at 10"), a near-miss spelling with nothing about taking medicine around it ("concert"), a class word modifying a
+    container ("the pill box"), a kitchen herb named as food ("put garlic in the soup")."""
+    terms = hit.term.lower().split()
+    if entry.kind == "drug" and all(t in STOPWORDS or t.isdigit() for t in terms):
+        return True
+    if entry.detail == "near match" and not _INTAKE & set(words) and action not in ("stopped", "skipped", "started",
+                                                                                     "resumed", "changed_dose") \
+            and not _DOSE.search(low) and not _FREQUENCY.search(low):
+        return True  # a word one edit from a drug name (sentences._sentence_hits) with no medicine context around it
+    if entry.kind == "drug_class" and hit.tok_end < len(words) and words[hit.tok_end] in _CONTAINER_NOUN:
+        return True
+    return entry.canonical in _FOOD_HERB and bool(_CULINARY_USE.search(clause)) and not _SUPPLEMENT_FORM.search(clause)
 
 
 def _drug_of(mention: Mention, entry: Entry, lex: Lexicon) -> dict[str, Any]:
@@ -171,7 +197,7 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
                 attrs["anaphora"] = True
             if dose_change:
                 attrs["dose_change"] = dose_change
-            if res.assertion == Assertion.NEGATED and action in ("stopped", "skipped"):
+            if res.assertion == Assertion.NEGATED and (action in ("stopped", "skipped") or _NEGATED_STOP.search(clause)):
                 res.assertion = Assertion.AFFIRMED
             source = _source(sent.low, "", res, state.turn)
             if source:
@@ -186,6 +212,8 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
 
 
 def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
+    if _NEGATED_STOP.search(clause):
+        return "taking", ""  # "never stopped it", "told me not to stop it", "haven't missed a dose": continued
     if res.negation_at >= 0 and words[res.negation_at] in ("without", "no") and 0 <= hit.tok_start - res.negation_at <= 3:
         return "stopped", ""  # "without my januvia", "no more advil"
     if res.negation_at >= 0 and re.search(r"\b(?:anymore|any more|no longer)\b", sentence) and \

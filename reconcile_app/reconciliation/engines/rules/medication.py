@@ -14,7 +14,7 @@ from reconcile_app.reconciliation.types import Severity
 from .cues import (
     BRIEF_DISCONNECT, BROAD_CLASSES, CLAUSE_SPLIT, CURRENT_USE, DEVICE_OFF, FIRST_PERSON_USE, HALF, LESS, MG,
     MODAL_START, MORE, OCCASIONAL, ONCE, OTC_CLASSES, OTHER_SOURCE, RECORD_MG, REGULAR, RESUME, SKIP, SKIP_HABIT,
-    START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, THIRD_PERSON, TOLERATED, WORD_NUM,
+    START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, THIRD_PERSON, TOLERATED, WORD_NUM, pattern,
 )
 from .dosing import ScheduleConflict, schedule_conflict
 from .verdict import (
@@ -23,6 +23,15 @@ from .verdict import (
 )
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# data/cues/medication.json: stopping idioms, an as-needed medicine not needed, a stated amount as a change
+STOP_IDIOM = pattern("stop_idiom")
+NOT_NEEDED = pattern("not_needed")
+DISCARDED = pattern("discarded")
+AMOUNT_CHANGE = pattern("amount_change")
+STATED_AMOUNT = pattern("stated_amount")
+_ORDER_TABLETS = re.compile(r"\b(half|one|two|three|four|1/2|\d+(?:\.\d+)?)\s*(?:a\s+)?(?:tablets?|tabs?|capsules?|caps?|pills?)\b",
+                            re.IGNORECASE)
+_AMOUNT_WORDS = {"half": 0.5, "1/2": 0.5, "one": 1.0, "a": 1.0, "two": 2.0, "a couple": 2.0, "three": 3.0, "four": 4.0}
 
 
 @dataclass
@@ -112,7 +121,7 @@ class MedicationRules:
                 return "less"
             if MORE.search(clause):
                 return "more"
-            if STOP.search(clause) or SKIP_HABIT.search(clause):
+            if STOP.search(clause) or SKIP_HABIT.search(clause) or STOP_IDIOM.search(clause):
                 return "stopped"
         if ctx is not None and action in ("", "taking"):
             # a stop said about "it" in the next sentence of the same turn ("its the water pill. so i quit it.")
@@ -236,6 +245,8 @@ class MedicationRules:
         if action == "stopped" and SUPPLY_RESUMED.search(quote):
             action = "taking"  # "the pharmacy was out, I picked it up the next day": a bridged gap, not a stop
         match = ctx.idx.match_meds(mention)
+        if action in ("less", "more") and _usual_amount(quote, mention, match.active):
+            action = "taking"  # "two of the spironolactones and half a furosemide" when the orders say 2 and a half
         classes = self._mention_classes(mention, _attr(m, "drug_class")) | self._entry_classes(ctx, match.active + match.historical + match.error)
         label = _clip(", ".join(sorted(mention.names)), 60) or "this medicine"
         return MedFacts(m, ctx, quote, mention, action, someone_else, match, classes, label)
@@ -260,9 +271,13 @@ class MedicationRules:
         return self._allergen_taken(f.m, f.ctx, f.mention, f.action)
 
     def _med_as_needed_not_taken(self, f: MedFacts) -> Verdict | None:
-        """A dose of an as-needed order not taken is how the order is meant to be used."""
-        if f.action != "stopped" or _attr(f.m, "action").lower() != "skipped" or not f.match.active \
-                or not all(_as_needed(e) for e in f.match.active):
+        """A dose of an as-needed order not taken, or the medicine not needed ("haven't needed one in weeks", "carry
+        it, never had to use it"), is how the order is meant to be used; one given up or run out of is still news."""
+        if f.action != "stopped" or not f.match.active or not all(_as_needed(e) for e in f.match.active):
+            return None
+        not_taken = _attr(f.m, "action").lower() == "skipped" or f.m.assertion == Assertion.NEGATED \
+            or bool(NOT_NEEDED.search(f.quote))
+        if not not_taken or DISCARDED.search(f.quote) or STOP_IDIOM.search(f.quote):
             return None
         return Verdict(NCR, Cat.MEDICATION, "med-prn-not-needed",
                        explanation=f"{_short(f.match.active[0])} is ordered as needed.").cite(*f.match.active)
@@ -495,6 +510,29 @@ def _dose_mismatch(m: MemoryDraft, active: list[ClinicalEntry]) -> tuple[Clinica
             if all(abs(value - a) > 1e-6 for a in allowed):
                 return entry, value
     return None
+
+
+def _usual_amount(quote: str, mention: DrugMention, active: list[ClinicalEntry]) -> bool:
+    """The amount said just before the drug's name ("half a <drug>", "two of the <drug>s") is the number of tablets
+    the active order prescribes, and nothing marks it as a change: the usual dose said in passing, not a cut."""
+    if not active or AMOUNT_CHANGE.search(quote):
+        return False
+    ordered = {_amount(m.group(1)) for e in active for m in _ORDER_TABLETS.finditer(f"{e.detail} {_order_text(e)}")}
+    if not ordered:
+        return False
+    names = sorted({d.name for d in mention.drugs} | {a for d in mention.drugs for a in d.aliases} | mention.raw_names,
+                   key=len, reverse=True)
+    for name in names:
+        for hit in re.finditer(rf"\b{re.escape(name)}", quote):
+            said = STATED_AMOUNT.search(quote[max(0, hit.start() - 40) : hit.start()])
+            if said is not None:
+                return _amount(said.group(1)) in ordered
+    return False
+
+
+def _amount(word: str) -> float:
+    word = word.lower()
+    return _AMOUNT_WORDS[word] if word in _AMOUNT_WORDS else float(word)
 
 
 def _clauses(text: str) -> list[str]:

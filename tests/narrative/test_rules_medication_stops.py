@@ -1,0 +1,72 @@
+"""A stop verb under negation or prohibition is a medicine continued; a stop said with an idiom of dismissal or a
+break is a stop. Sentences written for these tests."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reconcile_app.narrative.engines.rules import RulesExtractor
+from reconcile_app.narrative.types import Assertion, MemoryDraft, SessionInput, TurnInput
+
+AT = datetime(2026, 5, 4, 16, 0, tzinfo=timezone(timedelta(hours=-4)))
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    return RulesExtractor()
+
+
+def session(*texts: str) -> SessionInput:
+    turns = tuple(TurnInput(f"t{i + 1}", "coach" if i % 2 == 0 else "patient", AT + timedelta(minutes=i), text)
+                  for i, text in enumerate(texts))
+    return SessionInput("s1", AT, turns)
+
+
+def meds(drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+    return [d for d in drafts if d.category == "medication"]
+
+
+@pytest.mark.parametrize("text", [
+    "My son made me promise never to stop the losartan.",
+    "The pharmacist said do not quit the losartan whatever you read online.",
+    "I didn't stop the losartan, I just moved it to lunch.",
+    "Haven't missed one losartan since the new pill box.",
+    "Nope, I won't be dropping the losartan, my pressure is too good.",
+])
+def test_a_negated_or_forbidden_stop_is_a_medicine_continued(extractor, text: str) -> None:
+    found = meds(extractor.extract_session(session("How are the medicines going?", text)))
+    assert found and found[0].attributes["drug"] == "losartan"
+    assert found[0].attributes["action"] != "stopped" and found[0].assertion == Assertion.AFFIRMED
+
+
+@pytest.mark.parametrize("text", [
+    "I stopped the losartan, it made me cough.",
+    "I don't take the losartan anymore.",
+    "Not on losartan since the spring.",
+])
+def test_a_plain_stop_or_a_denied_intake_is_still_a_stop(extractor, text: str) -> None:
+    found = meds(extractor.extract_session(session("How are the medicines going?", text)))
+    assert found and found[0].attributes["action"] == "stopped"
+
+
+@pytest.mark.parametrize("text", [
+    "Full disclosure, I gave the losartan a pink slip last month.",
+    "The losartan and I broke up in April.",
+    "I have given the losartan a little vacation while we travel.",
+    "Honestly I fired the losartan, my feet swelled.",
+    "We gave him the weekend off the losartan to see what happens.",
+    "I said goodbye to the losartan at Easter.",
+])
+def test_a_stop_said_with_an_idiom_is_a_stop(extractor, text: str) -> None:
+    found = meds(extractor.extract_session(session("How are the medicines going?", text)))
+    assert found and found[0].attributes["drug"] == "losartan" and found[0].attributes["action"] == "stopped"
+
+
+@pytest.mark.parametrize("text", [
+    "I took the day off work and took my losartan like always.",
+    "We broke up the drive with a picnic; losartan with lunch as usual.",
+])
+def test_a_day_off_or_a_trip_is_not_a_stop(extractor, text: str) -> None:
+    found = meds(extractor.extract_session(session("How are the medicines going?", text)))
+    assert found and found[0].attributes["action"] != "stopped"

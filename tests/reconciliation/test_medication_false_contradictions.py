@@ -1,0 +1,84 @@
+"""A medication statement that only sounds like a change must not contradict the record: the usual number of tablets
+said in passing, an as-needed medicine not needed, a stop said with an idiom is a stop. Sentences written for these tests."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconcile_app.fhir.clinical import ClinicalRecord
+from reconcile_app.narrative.types import Assertion
+from reconcile_app.reconciliation.engines.rules import RulesReconciler
+from reconcile_app.reconciliation.types import FindingDraft
+
+from .conftest import load_record, memory
+
+
+@pytest.fixture(scope="module")
+def meds() -> ClinicalRecord:
+    return load_record("reconcile_medication_patient.json")
+
+
+@pytest.fixture(scope="module")
+def engine() -> RulesReconciler:
+    return RulesReconciler()
+
+
+def judge(engine: RulesReconciler, record: ClinicalRecord, quote: str, drug: str, action: str = "taking",
+          assertion: str = Assertion.AFFIRMED, **attrs: Any) -> FindingDraft:
+    m = memory("medication", quote, attributes={"drug": drug, "action": action, **attrs}, assertion=assertion)
+    return engine.reconcile_rules([m], record)[0]
+
+
+@pytest.mark.parametrize("quote", [
+    "Every morning I line up two of the metformin with my oatmeal, same as always.",
+    "Two metformin at breakfast and two more at supper, like the label says.",
+    "Like clockwork: 2 of my tacrolimus at eight, 2 at eight.",
+])
+def test_the_ordered_number_of_tablets_said_in_passing_is_not_a_dose_change(engine, meds, quote: str) -> None:
+    drug = "tacrolimus" if "tacrolimus" in quote else "metformin"
+    finding = judge(engine, meds, quote, drug, action="changed_dose", dose_change="more")
+    assert finding.kind != "contradiction"
+
+
+@pytest.mark.parametrize("quote", [
+    "I've been cutting the metformin, two of them became one in the morning.",
+    "Only one of the metformin instead of two at supper now.",
+    "I doubled up: two of the tacrolimus extra on Monday.",
+])
+def test_a_marked_change_of_amount_still_contradicts(engine, meds, quote: str) -> None:
+    drug = "tacrolimus" if "tacrolimus" in quote else "metformin"
+    finding = judge(engine, meds, quote, drug, action="changed_dose", dose_change="less")
+    assert finding.kind == "contradiction"
+
+
+@pytest.mark.parametrize(("quote", "action", "assertion"), [
+    ("My knee has been quiet, I haven't needed a Tylenol in weeks.", "taking", Assertion.NEGATED),
+    ("I keep the acetaminophen in my bag but never had to use one this month.", "taking", Assertion.AFFIRMED),
+    ("Didn't need any acetaminophen since the physio started.", "skipped", Assertion.AFFIRMED),
+])
+def test_an_as_needed_medicine_not_needed_is_the_order_working(engine, meds, quote: str, action: str, assertion: str) -> None:
+    finding = judge(engine, meds, quote, "acetaminophen", action=action, assertion=assertion)
+    assert finding.kind not in ("contradiction", "gap")
+
+
+def test_an_as_needed_medicine_thrown_out_is_still_news(engine, meds) -> None:
+    finding = judge(engine, meds, "I threw the acetaminophen out, I don't trust it.", "acetaminophen", action="stopped")
+    assert finding.kind == "contradiction"
+
+
+def test_a_scheduled_medicine_not_needed_is_a_stop(engine, meds) -> None:
+    finding = judge(engine, meds, "My sugars are fine so I haven't needed the metformin lately.", "metformin",
+                    assertion=Assertion.NEGATED)
+    assert finding.kind == "contradiction"
+
+
+@pytest.mark.parametrize("quote", [
+    "I handed the lithium its pink slip in March.",
+    "Me and the lithium broke up, honestly.",
+    "The lithium got a summer vacation from me.",
+    "I fired the lithium two weeks ago.",
+])
+def test_a_stop_said_with_an_idiom_contradicts_the_active_order(engine, meds, quote: str) -> None:
+    finding = judge(engine, meds, quote, "lithium")
+    assert (finding.kind, finding.rule) == ("contradiction", "med-stopped-active")
