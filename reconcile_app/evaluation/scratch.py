@@ -38,7 +38,13 @@ def _default_alias_on(path: Path) -> Iterator[None]:
                      "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"}}}
     )["default"]
     connections.settings["default"] = scratch
-    connections["default"] = connections.create_connection("default")
+    connections["default"] = connection = connections.create_connection("default")
+    # No debug cursor for DEBUG alone: it formats every statement for connection.queries, which on SQLite costs
+    # one more query per statement to quote its parameters, and nothing reads that log here. A caller that asks
+    # for the log (force_debug_cursor: a test counting queries) still gets it.
+    debug_cursor = connection.make_debug_cursor
+    connection.make_debug_cursor = lambda cursor: (  # type: ignore[method-assign]
+        debug_cursor(cursor) if connection.force_debug_cursor else connection.make_cursor(cursor))
     try:
         yield
     finally:

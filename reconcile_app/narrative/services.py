@@ -139,22 +139,37 @@ def memory_drafts_store(*, run: ExtractionRun, session: Session, drafts: list[Me
     # One INSERT for the session's memories, then truth maintenance in their order: each step sees only
     # the states before it (seq__lt), exactly as when they were inserted one at a time.
     Memory.objects.bulk_create(created)
+    states = _chain_states(session=session, keys={m.chain_key for m, chain in zip(created, chained) if chain})
     for memory, chain in zip(created, chained):
         if chain:
             # Truth maintenance: earlier states stay, marked outdated, linked from the new one.
-            earlier = list(
-                Memory.objects.filter(patient=session.patient, chain_key=memory.chain_key, status=Memory.Status.CURRENT)
-                .exclude(pk=memory.pk)
-                .filter(Q(session__started_at__lt=session.started_at) | Q(session=session, seq__lt=memory.seq))
-                .order_by("-mention_time", "-id")
+            earlier = sorted(
+                (s for s in states.get(memory.chain_key, ()) if s.status == Memory.Status.CURRENT and s.pk != memory.pk
+                 and (s.session_id != session.pk or s.seq < memory.seq)),
+                key=lambda s: (s.mention_time, s.pk), reverse=True,
             )
             if earlier:
                 memory.supersedes = earlier[0]
                 memory.save(update_fields=["supersedes"])
                 for state in earlier:
                     memory_transition(memory=state, transition=Transition.SUPERSEDE, reason=f"a later state: memory #{memory.pk}",
-                                      related=memory)
+                                      related=memory, refresh=False)  # its status is all that changed, and is set
     return created
+
+
+def _chain_states(*, session: Session, keys: set[str]) -> dict[str, list[Memory]]:
+    """The current states of the given chains that a memory of `session` may supersede: those of earlier
+    sessions and of this one (memory_drafts_store keeps those before each memory). One query for the
+    session's chains; statuses are then followed in memory as the session's memories outdate them."""
+    states: dict[str, list[Memory]] = {}
+    if not keys:
+        return states
+    for state in Memory.objects.filter(
+        Q(session__started_at__lt=session.started_at) | Q(session=session),
+        patient=session.patient, chain_key__in=sorted(keys), status=Memory.Status.CURRENT,
+    ).order_by("id"):
+        states.setdefault(state.chain_key, []).append(state)
+    return states
 
 
 # --- the lifecycle ------------------------------------------------------------------------------
@@ -170,11 +185,12 @@ def actor_label_for(actor: AbstractBaseUser | None, label: str = "") -> str:
 
 def memory_transition(
     *, memory: Memory, transition: Transition, reason: str, actor: AbstractBaseUser | None = None, actor_label: str = "",
-    related: Memory | None = None, before_review: str = "", changes: dict | None = None,
+    related: Memory | None = None, before_review: str = "", changes: dict | None = None, refresh: bool = True,
 ) -> Memory:
     """One step of the lifecycle: a conditional UPDATE from the state the memory was read in (whoever
     acts second finds it changed and is refused), and its event. Never deletes, never edits the words
-    (except `changes` that a revocation passes to remove them)."""
+    (except `changes` that a revocation passes to remove them). `refresh=False`: the caller read the row in
+    this transaction, so the status and `changes` are set on it rather than the row read again."""
     target = transition_target(transition, memory.status, before_review=before_review)
     updated = Memory.objects.filter(pk=memory.pk, status=memory.status).update(status=target, **(changes or {}))
     if not updated:
@@ -183,7 +199,12 @@ def memory_transition(
     MemoryEvent.objects.create(memory=memory, actor=actor if getattr(actor, "is_authenticated", False) else None,
                                actor_label=actor_label_for(actor, actor_label), action=transition.value,
                                from_status=memory.status, to_status=target, reason=reason[:300], related=related)
-    memory.refresh_from_db()
+    if refresh:
+        memory.refresh_from_db()
+    else:
+        memory.status = target
+        for field, value in (changes or {}).items():
+            setattr(memory, field, value)
     return memory
 
 

@@ -132,14 +132,16 @@ def finding_event(*, finding: Finding, action: str, reason: str, from_status: st
 
 def _close(*, finding: Finding, status: str, reason: str, code: str, actor: AbstractBaseUser | None, related: Finding | None = None,
            changes: dict[str, Any] | None = None) -> bool:
-    """Conditional UPDATE from the state read: a finding leaves CURRENT (or, revoked, any state) once."""
-    updated = Finding.objects.filter(pk=finding.pk, status=finding.status).update(
-        status=status, closed_reason=code[:40], superseded_by=related if status == Finding.Status.SUPERSEDED else None,
-        **(changes or {}))
+    """Conditional UPDATE from the state read: a finding leaves CURRENT (or, revoked, any state) once. The
+    fields it wrote are then set on `finding` (no other field changes with it), rather than the row read again."""
+    written = {"status": status, "closed_reason": code[:40],
+               "superseded_by": related if status == Finding.Status.SUPERSEDED else None, **(changes or {})}
+    updated = Finding.objects.filter(pk=finding.pk, status=finding.status).update(**written)
     if updated:
         finding_event(finding=finding, action=status if status != Finding.Status.CLOSED else "closed", reason=reason,
                       from_status=finding.status, to_status=status, actor=actor, related=related)
-        finding.refresh_from_db()
+        for field, value in written.items():
+            setattr(finding, field, value)
     return bool(updated)
 
 

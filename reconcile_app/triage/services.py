@@ -75,12 +75,14 @@ def triage_items_route(*, findings: Iterable[Finding]) -> list[TriageItem]:
     routed keeps its item). A finding whose concept has an open item joins it as a quote; otherwise
     a new item is created, the first matching enabled rule sets its queue and SLA, and its action runs.
     Closed items are never reopened: a new quote after a decision starts a new item."""
-    rules = [rule_spec(r) for r in RoutingRule.objects.filter(enabled=True)]
-    by_id = {r.id: r for r in RoutingRule.objects.filter(enabled=True)}
+    findings = [f for f in findings if f.kind in DISCREPANCY_KINDS]
+    if not findings:
+        return []  # most sessions raise none: no rule to read
+    enabled = list(RoutingRule.objects.filter(enabled=True))
+    rules = [rule_spec(r) for r in enabled]
+    by_id = {r.id: r for r in enabled}
     routed: list[TriageItem] = []
     for finding in findings:
-        if finding.kind not in DISCREPANCY_KINDS:
-            continue
         with transaction.atomic():
             quote = TriageQuote.objects.select_related("item").filter(finding=finding).first()
             if quote is not None:
