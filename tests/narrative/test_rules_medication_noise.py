@@ -44,3 +44,18 @@ def test_a_dictionary_hit_that_is_not_a_medicine_makes_no_medication(extractor, 
 def test_a_supplement_form_or_a_medicine_context_keeps_the_medication(extractor, text: str, drug: str) -> None:
     found = meds_in(extractor, text)
     assert found and found[0].attributes["drug"] == drug
+
+
+@pytest.mark.parametrize("text", [
+    "These days I'm on vacation mode, no alarms.",
+    "I started taking the scenic road home after work.",
+    "We're doing a spring recital at school.",
+    "I drink peppermint in a big mug after dinner.",
+])
+def test_a_modifier_a_near_match_or_a_drink_is_not_a_medicine(extractor, text: str) -> None:
+    assert meds_in(extractor, text) == []
+
+
+def test_an_unknown_drug_started_is_still_kept(extractor) -> None:
+    found = meds_in(extractor, "The clinic started me on zelmatrine injections this week.")
+    assert found and found[0].attributes["drug"] == "zelmatrine" and found[0].attributes["action"] == "started"

@@ -82,3 +82,23 @@ def test_a_scheduled_medicine_not_needed_is_a_stop(engine, meds) -> None:
 def test_a_stop_said_with_an_idiom_contradicts_the_active_order(engine, meds, quote: str) -> None:
     finding = judge(engine, meds, quote, "lithium")
     assert (finding.kind, finding.rule) == ("contradiction", "med-stopped-active")
+
+
+@pytest.mark.parametrize("quote", [
+    "Ginseng is good for everything, that's what the radio says.",
+    "Some influencer claims ginseng cures tiredness.",
+])
+def test_a_general_claim_about_an_undocumented_medicine_is_not_a_gap(engine, meds, quote: str) -> None:
+    finding = judge(engine, meds, quote, "ginseng")
+    assert finding.kind not in ("contradiction", "gap")
+
+
+@pytest.mark.parametrize("quote", [
+    "I take ginseng every morning now.",
+    "Ginseng twice a day since March.",
+    "ginseng. clerk said its natural. 2 a day, few weeks now",
+    "ginseng 3x/day",
+])
+def test_use_of_an_undocumented_medicine_is_still_a_gap(engine, meds, quote: str) -> None:
+    finding = judge(engine, meds, quote, "ginseng")
+    assert finding.kind == "gap"

@@ -89,8 +89,12 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
     # 1. a named drug earlier in this turn, then in the neighbouring patient turns: a pronoun ("stopped it")
     #    looks back first, a noun ("my pen") looks at the answer that follows first.
     same_turn = [m for m in state.mentions if m.start < mention.start]
+    anaphora = bool(mention.attributes.get("anaphora"))
+    if anaphora and not any(m.category == MemoryCategory.MEDICATION and not m.unresolved for m in same_turn) \
+            and _from_coach_question(mention, coach_before, cls, lex):
+        return  # "How is the sertraline?" "Cutting it in half.": an answer's "it" is the question's topic
     neighbours = (_patient_neighbours(states, i, 2, 0) + _patient_neighbours(states, i, 0, 2)
-                  if mention.attributes.get("anaphora") else _patient_neighbours(states, i, 2, 2))
+                  if anaphora else _patient_neighbours(states, i, 2, 2))
     pools: list[tuple[TurnState, list[Mention]]] = [(state, same_turn)] + [(s, s.mentions) for s in neighbours]
     for other_state, mentions in pools:
         for other in mentions:
@@ -103,16 +107,8 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
             _merge(mention, other, other_state)
             return
     # 2. the coach's question named it ("Are you still taking your metformin?")
-    if coach_before is not None:
-        for sent in coach_before.sentences:
-            for hit in getattr(sent, "hits", []):
-                if hit.best.kind == "drug" and _compatible(cls, hit.best.drug_class or lex.class_of(hit.best.canonical)):
-                    mention.attributes["drug"] = hit.best.canonical
-                    mention.attributes.setdefault("drug_class", hit.best.drug_class)
-                    mention.name = hit.best.canonical
-                    mention.unresolved = False
-                    mention.turn_ids.append(coach_before.turn.id)
-                    return
+    if _from_coach_question(mention, coach_before, cls, lex):
+        return
     # 3. the record holds exactly one active drug of that class, or in that dosage form ("the strips", "my patch")
     candidates = _record_class_drugs(record, lex, cls) or _record_form_drugs(record, lex, mention.attributes.get("reference", ""))
     if len({c for c, _ in candidates}) == 1:
@@ -125,6 +121,23 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
         mention.name = canonical
         mention.unresolved = False
         mention.confidence = min(mention.confidence, 0.6)
+
+
+def _from_coach_question(mention: Mention, coach_before: TurnState | None, cls: str, lex: Lexicon) -> bool:
+    """The drug the coach's turn just before names, when it names one of a compatible class (the last one named)."""
+    if coach_before is None:
+        return False
+    drugs = [hit.best for sent in coach_before.sentences for hit in getattr(sent, "hits", [])
+             if hit.best.kind == "drug" and _compatible(cls, hit.best.drug_class or lex.class_of(hit.best.canonical))]
+    if not drugs:
+        return False
+    best = drugs[-1] if mention.attributes.get("anaphora") else drugs[0]
+    mention.attributes["drug"] = best.canonical
+    mention.attributes.setdefault("drug_class", best.drug_class)
+    mention.name = best.canonical
+    mention.unresolved = False
+    mention.turn_ids.append(coach_before.turn.id)
+    return True
 
 
 _FORM_REFERENCE = [(frozenset(r["words"].split()), re.compile(r["display"]) if r["display"] else None, r["class"])

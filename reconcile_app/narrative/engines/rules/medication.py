@@ -17,13 +17,19 @@ from .state import Mention, SentenceScope, TurnState
 # ---- medication actions ------------------------------------------------------------------------
 
 _ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in cue_rules("action_rx")] + [
-    (cue_pattern("stop_idiom"), "stopped", "")]  # "fired it", "a pink slip", "a drug holiday" (medication_frames.json)
+    (cue_pattern("stop_idiom"), "stopped", ""),  # "fired it", "a pink slip", "a drug holiday" (medication_frames.json)
+    (cue_pattern("halving"), "changed_dose", "half")]
 _NEGATED_STOP = cue_pattern("negated_stop")
 _CONTAINER_NOUN = cue_words("container_noun")
 _CULINARY_USE = cue_pattern("culinary_use")
 _FOOD_HERB = cue_words("food_herb")
 _SUPPLEMENT_FORM = cue_pattern("supplement_form")
+_NOUN_MODIFIER_HEAD = cue_words("noun_modifier_head")
+_ELIDED_DOSE = cue_pattern("elided_dose_change")
+_NUMBER_INSTEAD_OF = cue_pattern("number_instead_of")
 _INTAKE = cue_words("intake")
+# intake verbs that speak of a medicine on their own ("doing", "been", "had" also speak of concerts and routes)
+_NEAR_MATCH_INTAKE = _INTAKE - {"doing", "done", "been", "had", "picked", "touched", "filled"}
 _FREQUENCY = cue_pattern("frequency")
 _DOSE = cue_pattern("dose")
 _OTC = cue_pattern("otc")
@@ -52,6 +58,9 @@ def _s_prescribed_unlisted(s: SentenceScope) -> None:
             drug = m.group(2)
             if drug in _GENERIC_WORDS or drug in ctx.SELF_WORDS:
                 continue
+            head = re.match(r"\s+([a-z]+)\b", sent.low[m.end(2):])
+            if head and not m.group(3) and head.group(1) not in STOPWORDS and head.group(1) not in _NOUN_MODIFIER_HEAD:
+                continue  # "on holiday mode", "taking the scenic route": the word modifies the noun after it
             tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(2)), 0)
             res = ctx.assess(words, tok, tok + 1, triggers=triggers, people=people)
             attrs = {"drug": drug, "drug_class": "", "action": "started", "unlisted": True}
@@ -109,7 +118,7 @@ def _lexicon_noise(hit: Hit, entry: Entry, clause: str, low: str, words: list[st
     terms = hit.term.lower().split()
     if entry.kind == "drug" and all(t in STOPWORDS or t.isdigit() for t in terms):
         return True
-    if entry.detail == "near match" and not _INTAKE & set(words) and action not in ("stopped", "skipped", "started",
+    if entry.detail == "near match" and not _NEAR_MATCH_INTAKE & set(words) and action not in ("stopped", "skipped", "started",
                                                                                      "resumed", "changed_dose") \
             and not _DOSE.search(low) and not _FREQUENCY.search(low):
         return True  # a word one edit from a drug name (sentences._sentence_hits) with no medicine context around it
@@ -177,9 +186,13 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
     has_med = any(m.category == MemoryCategory.MEDICATION for m in found)
     out: list[Mention] = []
     covered = [(h.start, h.end) for h in hits]
-    for rx in ((_PRONOUN_MED,) if has_med else (_GENERIC_MED, _PRONOUN_MED)):
+    for rx in ((_PRONOUN_MED,) if has_med else (_GENERIC_MED, _PRONOUN_MED, _ELIDED_DOSE)):
+        if rx is _ELIDED_DOSE and out:
+            break  # "cut it in half, 25 instead of 50": the pronoun already names the medicine
         for m in rx.finditer(sent.low):
-            g = 1 if rx is _GENERIC_MED else 2
+            g: int | str = 1 if rx is _GENERIC_MED else 2
+            if rx is _ELIDED_DOSE:
+                g = "amt" if m.group("amt") else "amt2"
             start, end = m.start(g), m.end(g)
             if any(s <= start < e for s, e in covered):
                 continue
@@ -188,13 +201,13 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
             res = ctx.assess(words, tok_start, tok_start + 1, triggers=triggers, people=people)
             clause = _clause_around(sent, start, end)
             action, dose_change = _action(clause, sent.low, pseudo, words, res)
-            if action in (None, "taking") and rx is _GENERIC_MED:
+            if action in (None, "taking") and rx in (_GENERIC_MED, _ELIDED_DOSE):
                 continue  # "my pills" with no change is too vague to be a memory on its own
             word = m.group(g)
             cls = "injectable" if word.startswith(("pen", "shot", "inject")) else "inhaler" if word == "inhaler" else ""
             attrs: dict[str, Any] = {"drug": "", "drug_class": cls, "action": action or "taking", "reference": word}
-            if rx is _PRONOUN_MED:
-                attrs["anaphora"] = True
+            if rx in (_PRONOUN_MED, _ELIDED_DOSE):
+                attrs["anaphora"] = True  # an elided object ("doing 1 a day instead of 2") resolves like "it"
             if dose_change:
                 attrs["dose_change"] = dose_change
             if res.assertion == Assertion.NEGATED and (action in ("stopped", "skipped") or _NEGATED_STOP.search(clause)):
@@ -227,6 +240,9 @@ def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.Con
             if re.search(r"\b(today|yesterday|last night|this morning|dose|once|couple of times|few times)\b", sentence):
                 return "skipped", ""
             return "stopped", ""
+    numbers = _NUMBER_INSTEAD_OF.search(sentence)
+    if numbers and float(numbers.group(1)) != float(numbers.group(2)):
+        return "changed_dose", "more" if float(numbers.group(1)) > float(numbers.group(2)) else "less"
     instead = _INSTEAD_OF.search(sentence)
     if instead and instead.group(1) in _AMOUNT and instead.group(2) in _AMOUNT and \
             _AMOUNT[instead.group(1)] != _AMOUNT[instead.group(2)]:

@@ -29,6 +29,9 @@ NOT_NEEDED = pattern("not_needed")
 DISCARDED = pattern("discarded")
 AMOUNT_CHANGE = pattern("amount_change")
 STATED_AMOUNT = pattern("stated_amount")
+FIRST_PERSON_ANY = pattern("first_person_any")
+GENERAL_CLAIM = pattern("general_claim")
+COUNT_PER_PERIOD = pattern("count_per_period")
 _ORDER_TABLETS = re.compile(r"\b(half|one|two|three|four|1/2|\d+(?:\.\d+)?)\s*(?:a\s+)?(?:tablets?|tabs?|capsules?|caps?|pills?)\b",
                             re.IGNORECASE)
 _AMOUNT_WORDS = {"half": 0.5, "1/2": 0.5, "one": 1.0, "a": 1.0, "two": 2.0, "a couple": 2.0, "three": 3.0, "four": 4.0}
@@ -444,6 +447,13 @@ class MedicationRules:
             # prescription named by its class ("urgent care gave me a cough syrup") is news even so
             return Verdict(NCR, Cat.MEDICATION, "med-class-only", explanation="A drug class was named; no specific drug to check.")
         otc = bool(f.classes) and f.classes <= (OTC_CLASSES | {"nsaid_like"})
+        turn = regex_text(f.ctx.around(f.m)) + " " + f.quote
+        if f.action == "taking" and not f.someone_else and GENERAL_CLAIM.search(f.quote) and not FIRST_PERSON_ANY.search(turn) \
+                and not REGULAR.search(turn) and not COUNT_PER_PERIOD.search(turn) and not MG.search(turn) \
+                and not _attr(f.m, "frequency"):
+            # "X cures all ills", "a video says X fixes it": a general claim, no use by the patient said in
+            # the memory's turns (a first-person word, a schedule or a dose anywhere in them is a report of use)
+            return Verdict(NCR, Cat.MEDICATION, "med-general-claim", explanation=f"A general statement about {f.label}; no use stated.")
         if MODAL_START.search(f.quote) and f.action != "stopped":
             return Verdict(NCR, Cat.MEDICATION, "med-considering", explanation="Considering a medicine; nothing taken yet.")
         if otc and not f.someone_else and not interactions and OCCASIONAL.search(f.quote):

@@ -1,0 +1,48 @@
+"""A medicine referred to without its name: an elided object in a dose change ("doing one instead of two"), numbers
+said instead of others, and "it" in the answer to a coach's question that named the drug. Sentences written for these tests."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reconcile_app.narrative.engines.rules import RulesExtractor
+from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+
+AT = datetime(2026, 7, 9, 18, 0, tzinfo=timezone(timedelta(hours=-7)))
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    return RulesExtractor()
+
+
+def meds(extractor: RulesExtractor, *texts: str) -> list[MemoryDraft]:
+    turns = tuple(TurnInput(f"t{i + 1}", "coach" if i % 2 == 0 else "patient", AT + timedelta(minutes=i), text)
+                  for i, text in enumerate(texts))
+    return [d for d in extractor.extract_session(SessionInput("s1", AT, turns)) if d.category == "medication"]
+
+
+@pytest.mark.parametrize(("answer", "change"), [
+    ("money's tight so I'm taking one a day instead of two until Friday.", "less"),
+    ("honestly just doing 2 instead of 3 to stretch the box", "less"),
+    ("Yes. 7.5 instead of 15, since the holidays.", "less"),
+    ("Now I'm on 3 instead of 2 because the shakes came back.", "more"),
+])
+def test_a_dose_change_without_the_drug_name_is_about_the_drug_just_named(extractor, answer: str, change: str) -> None:
+    found = meds(extractor, "Which medicine was expensive?", "The propranolol, the heart one.", "How are you managing?", answer)
+    changed = [m for m in found if m.attributes.get("action") == "changed_dose"]
+    assert changed and all(m.attributes["drug"] == "propranolol" for m in changed)
+    assert changed[-1].attributes.get("dose_change") == change
+
+
+def test_a_count_with_no_comparison_is_not_a_dose_change(extractor) -> None:
+    found = meds(extractor, "How's the bird watching?", "Saw two herons and one kingfisher instead of the usual ducks.")
+    assert found == []
+
+
+@pytest.mark.parametrize("answer", ["Splitting it in half these days.", "Halving it, to be honest."])
+def test_it_in_the_answer_is_the_drug_the_coach_asked_about(extractor, answer: str) -> None:
+    found = meds(extractor, "Anything new?", "I take my levothyroxine every morning.", "And how is the sertraline going?", answer)
+    halved = [m for m in found if m.attributes.get("dose_change") == "half"]
+    assert halved and halved[0].attributes["drug"] == "sertraline"
