@@ -23,3 +23,18 @@ def test_a_distance_or_count_after_a_sugar_word_is_not_a_glucose(text: str) -> N
 ])
 def test_a_sugar_reading_is_still_read(text: str, value: float) -> None:
     assert [m.value for m in find_measurements(text) if m.kind == "glucose"][-1] == value
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("my son got me a finger oxygen gadget, on the stairs it says 85 or 86 and resting it goes back to 93", [85, 86, 93]),
+    ("the pulse oximeter dropped to 84% when i vacuumed", [84]),
+    ("that oxygen clip from the pharmacy read 89 this morning", [89]),
+])
+def test_a_home_oximeter_named_in_lay_words_gives_saturations(text: str, values: list[float]) -> None:
+    [spo2] = [m for m in find_measurements(text) if m.kind == "spo2"]
+    assert spo2.value == min(values) and (spo2.values or [spo2.value]) == values
+
+
+def test_the_oximeters_pulse_is_not_a_saturation() -> None:
+    found = find_measurements("the fingertip pulse ox thing said pulse 96 on the treadmill")
+    assert not [m for m in found if m.kind == "spo2"]

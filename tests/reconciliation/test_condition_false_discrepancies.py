@@ -3,11 +3,14 @@ disease named as a claimed risk, a stop with an object, a past habit, an idiom, 
 that names no activity; each with the near miss that must still reach the queue."""
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 
-from reconcile_app.fhir.clinical import ClinicalRecord
+from reconcile_app.fhir.clinical import ClinicalRecord, build_clinical_record, resources_from_bundle
+from reconcile_app.narrative.types import EventTime
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
@@ -155,3 +158,191 @@ def test_running_around_a_place_is_the_running_a_plan_forbids(record: ClinicalRe
 ])
 def test_running_around_when_busy_is_not_running(record: ClinicalRecord, quote: str) -> None:
     assert judge(record, "care_activity", quote).kind not in QUEUED
+
+
+# --- an event the time is counted from is past -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "it's been three years since the gout and I still watch the beer",
+    "ever since my gout I don't eat much red meat",
+])
+def test_a_condition_the_time_is_counted_from_is_a_past_event(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "condition", quote, name="gout").kind not in QUEUED
+
+
+# --- 'low sugar' before a food is a label, not a low blood sugar -------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "my wife baked the low sugar cookies for the party",
+    "I found a low-sugar granola at the store",
+])
+def test_a_low_sugar_food_is_no_hypoglycemia(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind not in QUEUED
+
+
+def test_a_low_sugar_with_sweats_is_hypoglycemia(record: ClinicalRecord) -> None:
+    finding = judge(record, "symptom", "had a low sugar last night, all sweaty and shaky")
+    assert (finding.kind, finding.safety_critical) == ("gap", True)
+
+
+# --- a denial of having reaches the end of its clause ---------------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "I haven't had one bit of that chest pain since the new pills",
+    "never once felt any of that chest pressure on my walks",
+])
+def test_a_denial_of_having_a_red_flag_is_no_red_flag(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", [
+    "I didn't tell my wife about the chest pain on the stairs",
+    "I hadn't been sleeping, but now the chest pain wakes me up",
+])
+def test_not_telling_or_a_denial_in_another_clause_keeps_the_red_flag(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind == "gap"
+
+
+# --- a restriction counted at zero is kept ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "not a single beer since new year's, proud of that",
+    "no more whiskey at night, two months now",
+])
+def test_a_restriction_counted_at_zero_is_kept(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "lifestyle", quote).rule != "careplan-restriction"
+
+
+# --- a procedure retold without a date of its own is the record's -----------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "back when they did the colonoscopy I was so nervous about the prep",
+    "the first time they scoped me with the colonoscopy I slept right through it",
+])
+def test_a_retold_procedure_the_record_holds_is_no_outside_procedure(record: ClinicalRecord, quote: str) -> None:
+    finding = judge(record, "procedure", quote, name="colonoscopy")
+    assert finding.kind not in QUEUED
+
+
+def test_another_one_is_a_new_procedure(record: ClinicalRecord) -> None:
+    finding = judge(record, "procedure", "they did another colonoscopy at the hospital, found two polyps", name="colonoscopy")
+    assert finding.kind == "gap"
+
+
+
+def _small_record(*resources: dict) -> ClinicalRecord:
+    """A record of a few resources written for these tests."""
+    patient = {"resourceType": "Patient", "id": "pt-small", "gender": "male", "birthDate": "1950-01-01"}
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [{"resource": r} for r in (patient, *resources)]}
+    return build_clinical_record(resources_from_bundle(bundle))
+
+
+_COPD = {"resourceType": "Condition", "id": "cond-copd", "subject": {"reference": "Patient/pt-small"},
+         "clinicalStatus": {"coding": [{"code": "active"}]}, "code": {"text": "Chronic obstructive lung disease"}}
+_PLAN = {"resourceType": "CarePlan", "id": "plan-copd", "status": "active", "intent": "plan", "title": "COPD action plan",
+         "subject": {"reference": "Patient/pt-small"}, "addresses": [{"reference": "Condition/cond-copd"}],
+         "activity": [{"detail": {"status": "in-progress", "description":
+                                  "Call the clinic for a fever or a change in phlegm colour; use the rescue inhaler as needed."}},
+                      {"detail": {"status": "in-progress", "description":
+                                  "Chest pain or pressure: stop, rest and use the nitroglycerin spray."}}]}
+_PCI = {"resourceType": "Procedure", "id": "proc-pci", "status": "completed", "subject": {"reference": "Patient/pt-small"},
+        "code": {"text": "Percutaneous coronary intervention"}, "performedDateTime": "2025-07-14"}
+
+
+@pytest.mark.parametrize("quote", [
+    "no fever and no colored phlegm all month, knock on wood",
+    "haven't had any chest pain at all, not even walking up the hill",
+])
+def test_a_denied_symptom_is_no_lapse_of_a_plan_that_names_it(quote: str) -> None:
+    finding = judge(_small_record(_COPD, _PLAN), "care_activity", quote, action="stopped")
+    assert finding.kind != "contradiction"
+
+
+def test_stopping_the_rescue_inhaler_the_plan_names_is_still_a_lapse() -> None:
+    finding = judge(_small_record(_COPD, _PLAN), "care_activity", "I stopped using the rescue inhaler, it shakes me", action="stopped")
+    assert finding.kind == "contradiction"
+
+
+def test_a_procedure_in_a_stated_period_that_holds_the_recorded_date_is_the_recorded_one() -> None:
+    m = memory("procedure", "they put the stents in, scary stuff", attributes={"name": "stent"})
+    m = dataclasses.replace(m, event_time=EventTime(text="last year", start=datetime(2025, 1, 1, tzinfo=timezone.utc),
+                                                   end=datetime(2025, 12, 31, tzinfo=timezone.utc)))
+    [finding] = ENGINE.reconcile([m], _small_record(_PCI))
+    assert finding.kind not in QUEUED
+
+
+# --- 'drink it every day': the pronoun is the drink named before, not alcohol -------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "my sister makes a ginger tea and I drink it every day now",
+    "the clinic said water is best so I drink that every day",
+])
+def test_drinking_a_named_non_alcoholic_drink_daily_is_not_heavy_drinking(nka_record: ClinicalRecord, quote: str) -> None:
+    assert judge(nka_record, "lifestyle", quote).rule != "alcohol-status-contradicted"
+
+
+def test_drinking_wine_every_night_contradicts_no_alcohol_use(nka_record: ClinicalRecord) -> None:
+    assert judge(nka_record, "lifestyle", "I've been drinking wine every night since the layoff").rule == "alcohol-status-contradicted"
+
+
+# --- the standing state of a known condition, and a complaint already easing ----------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "I get so winded on the stairs, that's the asthma for you",
+    "we walk the dog but I get short of breath on the big hill",
+    "a bit winded on the stairs at work, but it improved after the first week",
+])
+def test_a_known_conditions_baseline_or_an_easing_complaint_is_no_red_flag(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", [
+    "I get winded on the stairs quicker than I did last month",
+    "I'm short of breath walking to the mailbox lately",
+    "I get short of breath even sitting in my chair",
+])
+def test_a_change_in_breathing_is_still_a_red_flag(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind == "gap"
+
+
+# --- home oximeter readings against the COPD target ------------------------------------------------------------------
+
+def test_the_lowest_of_several_home_saturations_decides() -> None:
+    record = _small_record(_COPD, _PLAN)
+    m = memory("measurement", "the finger oxygen gadget says 85 or 86 on the stairs and 93 resting",
+               attributes={"kind": "spo2", "value": 85, "values": [85, 86, 93], "unit": "%"})
+    [finding] = ENGINE.reconcile([m], record)
+    assert (finding.kind, finding.severity, finding.safety_critical) == ("gap", "high", True)
+    assert "cond-copd" in {c.id for c in finding.citations}
+
+
+def test_saturations_inside_the_copd_target_are_not_a_finding() -> None:
+    record = _small_record(_COPD, _PLAN)
+    m = memory("measurement", "the finger oxygen gadget says 89 or 90 on the stairs and 93 resting",
+               attributes={"kind": "spo2", "value": 89, "values": [89, 90, 93], "unit": "%"})
+    [finding] = ENGINE.reconcile([m], record)
+    assert finding.kind not in QUEUED
+
+
+def test_the_habitual_frame_governs_the_extractors_name_for_the_symptom(record: ClinicalRecord) -> None:
+    finding = judge(record, "symptom", "I get so out of breath I mostly sit on the couch now", name="shortness of breath")
+    assert finding.kind == "gap"  # 'now': a change
+    finding = judge(record, "symptom", "I get so out of breath, it's the asthma, always has been", name="shortness of breath")
+    assert finding.kind not in QUEUED
+
+
+# --- a program that ran its course is completed, not abandoned -------------------------------------------------------
+
+@pytest.mark.parametrize(("quote", "queued"), [
+    ("cardiac rehab ended in the fall and I kind of stopped moving", False),
+    ("I finished cardiac rehab in May, all twelve weeks, then slacked off", False),
+    ("I quit cardiac rehab after two sessions, too far to drive", True),
+])
+def test_a_finished_rehab_is_not_an_abandoned_one(quote: str, queued: bool) -> None:
+    mi = {"resourceType": "Condition", "id": "cond-mi", "subject": {"reference": "Patient/pt-small"},
+          "clinicalStatus": {"coding": [{"code": "active"}]}, "code": {"text": "Myocardial infarction"}}
+    plan = {"resourceType": "CarePlan", "id": "plan-rehab", "status": "active", "intent": "plan", "title": "After the heart attack",
+            "subject": {"reference": "Patient/pt-small"}, "addresses": [{"reference": "Condition/cond-mi"}],
+            "activity": [{"detail": {"status": "in-progress", "description": "Attend cardiac rehab three times a week."}}]}
+    finding = judge(_small_record(mi, plan), "care_activity", quote, name="cardiac rehab", action="stopped")
+    assert (finding.kind == "contradiction") is queued

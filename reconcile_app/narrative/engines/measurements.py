@@ -69,7 +69,7 @@ _WEIGHT_CHANGE = re.compile(
 _WEIGHT_CHANGE2 = re.compile(r"\b(\d{1,3}(?:\.\d)?)\s*(lbs?|pounds?|kgs?|kilos?)\s+(down|lighter|heavier|up|gained|lost|gone)\b")
 _WEIGHT = re.compile(r"\b(?:weigh|weighed|weighs|weight is|weight was|scale said|scale says|i'm at|im at)\s+(?:in\s+at\s+)?(?:like\s+|about\s+)?(\d{2,3}(?:\.\d)?)\s*(lbs?|pounds?|kgs?|kilos?)?\b")
 _HR = re.compile(r"\b(?:heart rate|heartrate|pulse|hr)\b\D{0,20}?(\d{2,3})\b|\b(\d{2,3})\s*bpm\b")
-_SPO2 = re.compile(r"\b(?:oxygen|o2|sats?|spo2|pulse ox|saturation|oxygen level|ox)\b\D{0,20}?(\d{2,3})\s*(%|percent)?")
+_SPO2 = re.compile(r"\b(?:oxygen|o2|sats?|spo2|pulse ox|saturation|oxygen level|ox)\b(\D{0,20}?)(\d{2,3})\s*(%|percent)?")
 _TEMP = re.compile(r"\b(?:fever|temp|temperature|thermometer)\b\D{0,20}?(\d{2,3}(?:\.\d)?)\b|\b(\d{2,3}(?:\.\d)?)\s*(?:degrees?|°\s*f?|deg)\b")
 _TOBACCO = re.compile(
     r"\b(?:(?P<n>\d{1,2}(?:\s*(?:-|to)\s*\d{1,2})?|a few|few|couple|a couple|half a|a|one|two)\s+)?(?:of\s+)?"
@@ -115,6 +115,8 @@ _GLUCOSE_ANCHOR = cue_pattern("glucose_anchor")
 _OTHER_QUANTITY_QUESTION = cue_pattern("other_quantity_question")
 _GLUCOSE_READ = cue_pattern("glucose_read")
 _NOT_GLUCOSE_UNIT = cue_pattern("not_a_glucose_unit")
+_SPO2_DEVICE = cue_pattern("spo2_device")
+_SPO2_DEVICE_READING = cue_pattern("spo2_device_reading")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|kiosk)\b")
 _CLINIC = re.compile(r"\b(doctor'?s office|at the doctor|at my appointment|at my appt|the office|at the clinic)\b")
@@ -168,9 +170,12 @@ def find_measurements(low: str, context: str = "") -> list[Measurement]:
             claim(Measurement("blood_pressure", s, m.start(), m.end(), value2=d, unit="mm[Hg]", setting=setting,
                               qualifier="range" if m.group(2) or m.group(4) else ""))
     for m in _SPO2.finditer(low):
-        v = float(m.group(1))
-        if 50 <= v <= 100 and free(m.start(1), m.end(1)):
+        v = float(m.group(2))
+        if _HEART_ANCHOR.search(m.group(1)):
+            continue  # "the pulse ox said pulse 96": the oximeter's heart rate
+        if 50 <= v <= 100 and free(m.start(2), m.end(2)):
             claim(Measurement("spo2", v, m.start(), m.end(), unit="%", setting=setting))
+    _spo2_device_readings(low, setting, free, claim)
     for m in _HR.finditer(low):
         g = 1 if m.group(1) else 2
         v = float(m.group(g))
@@ -338,6 +343,26 @@ def _heart_device_readings(low: str, setting: str, free, claim) -> None:
         if not nums or not all(35 <= v <= 230 for v in nums) or not free(m.start(1), m.end()):
             continue
         claim(Measurement("heart_rate", max(nums), m.start(1), m.end(), unit="/min", values=nums, setting=setting or "home"))
+
+
+def _spo2_device_readings(low: str, setting: str, free, claim) -> None:
+    """Saturations a home oximeter shows, read after it is named in lay words ("the finger oxygen thing ... reads 85 or
+    so, resting it climbs back to 93"); the lowest is the reading that matters, every one is kept."""
+    for device in _SPO2_DEVICE.finditer(low):
+        nums: list[float] = []
+        first = last = -1
+        for m in _SPO2_DEVICE_READING.finditer(low, device.end(), min(len(low), device.end() + 240)):
+            if _HEART_ANCHOR.search(low[max(device.end(), m.start() - 30) : m.start()]):
+                continue  # "pulse was 96": the oximeter's other number
+            values = [float(x) for x in re.findall(r"\d{2,3}", m.group(0))]
+            if not values or not all(50 <= v <= 100 for v in values) or not free(m.start(1), m.end()):
+                continue
+            nums += values
+            first = m.start(1) if first < 0 else first
+            last = m.end()
+        if nums:
+            claim(Measurement("spo2", min(nums), first, last, unit="%", values=nums, setting=setting or "home"))
+            return
 
 
 def _viral_load(low: str, setting: str, free, claim) -> None:

@@ -1,7 +1,9 @@
 """Care-plan memories: restrictions, abandoned therapies, lapsed activities and diets, read from the plan's own text."""
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 
 from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
@@ -11,8 +13,11 @@ from reconcile_app.reconciliation.matching import (
     procedures_in_text, stems,
 )
 from reconcile_app.reconciliation.types import SEVERITY_RANK, Severity
+from reconcile_app.terminology.lexicon import ALIASES_PATH
 
-from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP, words as cue_words
+from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP
+from .cues import pattern as cue_pattern_of
+from .cues import words as cue_words
 from .plantext import (
     PlanItem, ambiguous_for, disuse_in, done_by_patient, habit_in, intake_in, item_active, mentions, number_value, plan_items, quantities,
     vocabulary,
@@ -77,8 +82,8 @@ class CarePlanRules:
         if m.assertion != Assertion.AFFIRMED:
             return None
         words = stems(expand_activity_words(m.quote, self.kb))
-        if STOP.search(regex_text(m.quote)):
-            return None
+        if STOP.search(regex_text(m.quote)) or _NONE_SINCE.search(regex_text(m.quote)):
+            return None  # "quit", "not a single drink since": the restriction kept, not broken
         quote = regex_text(m.quote)
         for restriction in ctx.idx.restrictions():
             if restriction.soft and not any(p.search(quote) for p in self.kb.excess):
@@ -135,6 +140,8 @@ class CarePlanRules:
                 continue
             if SEVERITY_RANK[therapy.severity] < SEVERITY_RANK[Severity.MEDIUM] and HEDGED.search(quote):
                 continue  # "kinda stopped my PT exercises": coaching material, not a care-plan conflict
+            if any(_near(quote, t, _COMPLETED) for t in therapy.terms):
+                continue  # "rehab ended in the fall": the program ran its course
             v = Verdict(CONTRA, Cat.CAREPLAN, f"careplan-therapy-abandoned-{therapy.id}", therapy.severity, therapy.safety,
                         f"Care plan includes {therapy.terms[0]}; patient reports stopping it ({therapy.why}).")
             v.cite(*plans, *conds)
@@ -174,7 +181,7 @@ class CarePlanRules:
             return None
         # a word shared with the instruction must name its activity: "every morning" or "with food" names none
         exempt = stems(set(self.kb.lapse_exempt)) | stems(set(_LAPSE_GENERIC))
-        words = {w for w in stems(set(norm(m.quote).split())) if len(w) >= 4} - exempt
+        words = {w for w in stems(set(norm(m.quote).split())) if len(w) >= 4} - exempt - self._symptom_words(quote)
         for entry, _ in ctx.idx.careplans:
             if entry.state != State.ACTIVE:
                 continue
@@ -188,6 +195,16 @@ class CarePlanRules:
                     return Verdict(CONTRA, Cat.CAREPLAN, "careplan-activity-lapse", Severity.LOW, False,
                                    f"The care plan asks: {_clip(activity, 100)}; the patient reports stopping it.").cite(entry)
         return None
+
+    def _symptom_words(self, quote: str) -> set[str]:
+        """The words of the symptoms the quote speaks of, said or denied (the red-flag table's lay words): a plan names
+        symptoms as what to call about ("chest pain: take one nitroglycerin"), so "no chest pain since" or "no fever"
+        shares its words without stopping anything the plan asks."""
+        spans = [hit.span() for flag in self.kb.red_flags for p in flag.patterns for hit in p.finditer(quote)]
+        said = {w for start, end in spans for w in norm(quote[start:end]).split()}
+        normed = f" {norm(quote).strip()} "
+        said |= {w for term in _symptom_terms() if f" {term} " in normed for w in term.split()}
+        return stems(said)
 
     def _diet_lapse(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
         """A documented diet the patient names and says they are not keeping ("cheating on my low-sodium diet")."""
@@ -368,6 +385,25 @@ class CarePlanRules:
 
 
 _LAPSE_GENERIC = cue_words("lapse_shared_generic")
+
+
+@lru_cache(maxsize=1)
+def _symptom_terms() -> tuple[str, ...]:
+    """The shared terminology's lay symptom terms (terminology/data/aliases.json, kind 'symptom'), normalized."""
+    entries = json.loads(ALIASES_PATH.read_text(encoding="utf-8"))["entries"]
+    return tuple(sorted({norm(e["term"]).strip() for e in entries if e.get("kind") == "symptom"} - {""}))
+_NONE_SINCE = cue_pattern_of("none_since")
+_COMPLETED = cue_pattern_of("program_completed")
+
+
+def _near(text: str, term: str, cue: re.Pattern[str], words: int = 4) -> bool:
+    """The cue is said within a few words of the term, on either side."""
+    for hit in re.finditer(rf"\b{re.escape(norm(term).strip())}\b", text):
+        before = " ".join(text[:hit.start()].split()[-words:])
+        after = " ".join(text[hit.end():].split()[:words])
+        if cue.search(before) or cue.search(after):
+            return True
+    return False
 _FORBIDDEN_FOODS = {"raw_food", "low_salt_diet", "grapefruit", "thin_liquids"}  # foods a plan forbids outright, one is enough
 _UNIT_WORDS = {"lb": "lb", "ft": "feet", "drink": "drinks", "oz": "oz of fluid"}
 

@@ -32,6 +32,15 @@ DATED_PAST = cue_pattern_of("dated_past")
 CLAIMED_RISK = cue_pattern_of("claimed_risk")
 PAST_HABIT = cue_pattern_of("past_habit")
 TRANSITIVE_STOP = cue_pattern_of("transitive_stop")
+DENIED_HAVING = cue_pattern_of("denied_having")
+ELAPSED_SINCE = cue_pattern_of("elapsed_since")
+IMPROVED = cue_pattern_of("improved")
+HABITUAL_GET = cue_pattern_of("habitual_get")
+# the same frame a couple of words back ("I get so out of breath": the frame governs "breath" two words on)
+_HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
+CHANGE_WORDS = cue_pattern_of("change_words")
+_CLAUSE_BREAK = re.compile(r"[,;:.!?]|\b(?:but|though|although|except|until|now|then)\b")
+_BROAD_SITES = {"skin"}  # a site too broad to tie a sign to a record entry (a rash is not about past skin surgery)
 PAST_DATE_DAYS = 60  # an event dated two months or more before the session is a retold history, not a new complaint
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
@@ -83,7 +92,10 @@ class ConditionRules:
             kept = [f for f in kept if _acute(f) or (f.safety and self._flag_context(f, ctx))]
         if not kept:
             return None
-        kept.sort(key=lambda f: (-SEVERITY_RANK[f.severity], -int(f.safety), -int(bool(self._flag_context(f, ctx))), f.id))
+        # the most severe first; among equals a row about a drug the patient is on (angioedema on an ACE inhibitor)
+        # explains the sign better than a generic one (anaphylaxis), then a row the record makes dangerous
+        kept.sort(key=lambda f: (-SEVERITY_RANK[f.severity], -int(f.safety), -int(bool(f.requires_classes)),
+                                 -int(bool(self._flag_context(f, ctx))), f.id))
         top = kept[0]
         category = Cat.ALLERGY if top.id in ("anaphylaxis", "rash") else Cat.CONDITION
         v = Verdict(GAP, category, f"redflag-{top.id}", top.severity, top.safety,
@@ -96,7 +108,7 @@ class ConditionRules:
     def _red_flags_said(self, m: MemoryDraft, ctx: Context, text: str, only_classes: set[str] | None) -> list[RedFlag]:
         """Rows whose lay words the text says (not denied in the rest of the turn), whose gate the record opens, and
         that nothing the patient takes or said explains."""
-        flags = [f for f in self.kb.red_flags if f.matches(text)]
+        flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
             # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
@@ -107,11 +119,31 @@ class ConditionRules:
         flags = [f for f in flags if not f.requires_conditions or ctx.idx.conditions_for(set(f.requires_conditions))]
         flags = [f for f in flags if not f.requires_classes or ctx.idx.meds_of_classes(set(f.requires_classes))]
         flags = [f for f in flags if not self._flag_explained(f, ctx, text)]
-        if flags and WENT_AWAY.search(text):
+        # the standing state of a condition the record holds ("I get so winded on hills" with COPD), said with no word
+        # of change, is that condition's baseline; a warning sign of its own (high severity) still counts
+        flags = [f for f in flags if f.severity == Severity.HIGH or f.requires_classes or not self._baseline_of_known(f, ctx, text, turns)]
+        if flags and (WENT_AWAY.search(text) or IMPROVED.search(text)):
             # a passing, already-resolved minor symptom ("swollen after the flight, went down overnight"); acute
             # red flags (chest pain, fainting, bleeding) matter even when they are over
             flags = [f for f in flags if f.severity == Severity.HIGH]
         return flags
+
+    def _baseline_of_known(self, flag: RedFlag, ctx: Context, text: str, turns: str) -> bool:
+        """The flag is said in the habitual present ("I get ...") about a condition of its row the record holds, and
+        neither the quote nor its turn says it changed."""
+        if not flag.conditions or not ctx.idx.conditions_for(set(flag.conditions)) or CHANGE_WORDS.search(turns or text):
+            return False
+        hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+        if not hits:
+            return False
+        if all(HABITUAL_GET.search(text[max(0, hit.start() - 40):hit.start()]) for hit in hits):
+            return True
+        # the flag named only by the extractor's word ("shortness of breath") for the patient's "I get so out of
+        # breath": the habitual frame must govern a word of that name
+        named = {w for hit in hits for w in hit.group(0).split() if len(w) >= 5}
+        return any(_HABITUAL_NEAR.search(text[max(0, at.start() - 50):at.start()])
+                   for w in named for at in re.finditer(rf"\b{re.escape(w)}\b", text)
+                   if all(not (h.start() <= at.start() < h.end()) for h in hits))
 
     def _flag_explained(self, flag: RedFlag, ctx: Context, text: str) -> bool:
         """A harmless cause the patient takes or names (iron darkens stools), unless the words go beyond what it explains
@@ -140,11 +172,24 @@ class ConditionRules:
         v.cite(*(meds + conditions if flag.requires_classes else conditions + meds))
         if flag.loinc:
             v.cite(ctx.idx.latest_observation(flag.loinc))
-        if flag.careplan or conditions:
-            v.cite(*ctx.idx.careplans_addressing({e.id for e in conditions})[:1])
+        site = self._flag_site_entries(ctx, regex_text(m.quote))
+        v.cite(*site[:2])
+        if flag.careplan or conditions or site:
+            v.cite(*ctx.idx.careplans_addressing({e.id for e in conditions + site})[:1])
         if flag.id in ("anaphylaxis", "rash"):
             self._reaction_to_listed_allergen(v, m, ctx)
             v.cite(*ctx.idx.allergy_list)
+
+    def _flag_site_entries(self, ctx: Context, text: str) -> list[ClinicalEntry]:
+        """The record's conditions (active, resolved or from an encounter) and procedures at the body site the patient
+        names with the sign: a red eye in a patient with past uveitis is a recurrence to check."""
+        sites = sites_in_text(text, self.kb) - _BROAD_SITES
+        if not sites:
+            return []
+        out = [ce.entry for ce in ctx.idx.conditions
+               if ce.entry.state in (State.ACTIVE, State.HISTORICAL) and sites_in_text(ce.entry.display, self.kb) & sites]
+        out += [entry for entry, _, psites in ctx.idx.procedures if entry.state == State.ACTIVE and psites & sites]
+        return out
 
     def _condition(self, m: MemoryDraft, ctx: Context) -> Verdict:
         """The first rule of CONDITION_ORDER that returns a verdict decides."""
@@ -231,9 +276,13 @@ class ConditionRules:
         return Verdict(NCR, Cat.CONDITION, "condition-historical", explanation="A past condition; nothing current to reconcile.")
 
     def _cond_dated_history(self, f: CondFacts) -> Verdict | None:
-        """"my first kidney stone was in 2019": an event dated well before the session that the record already holds (active,
-        resolved or as history) agrees with it; a recurrence or a resolution needs words about now."""
-        if f.m.assertion != Assertion.AFFIRMED or f.resolved_claim or not _dated_past(f.quote, f.m.mention_time):
+        """"my first kidney stone was in 2019", "two years since the bypass": an event dated well before the session, or
+        the event time is counted from, that the record already holds (active, resolved or as history) agrees with it;
+        a recurrence or a resolution needs words about now."""
+        if f.m.assertion != Assertion.AFFIRMED or f.resolved_claim:
+            return None
+        terms = {t for c in f.concepts if c in self.kb.conditions for t in self.kb.conditions[c].terms} | ({f.name} if f.name else set())
+        if not (_dated_past(f.quote, f.m.mention_time) or any(_term_after(f.quote, t, ELAPSED_SINCE) for t in terms if t.strip())):
             return None
         known = [ce.entry for ce in f.matches if ce.entry.state in (State.ACTIVE, State.HISTORICAL)]
         if not known:
@@ -405,8 +454,13 @@ def _dated_past(text: str, when: datetime) -> bool:
 
 def _claimed_risk(text: str, term: str) -> bool:
     """The term is said as what something causes or risks ("gives you diabetes", "linked to liver disease")."""
+    return _term_after(text, term, CLAIMED_RISK)
+
+
+def _term_after(text: str, term: str, lead: re.Pattern[str]) -> bool:
+    """The term is said right after words the lead pattern ends on (a pattern anchored at the end of what precedes)."""
     for hit in re.finditer(rf"\b{re.escape(term.strip().lower())}\b", text):
-        if CLAIMED_RISK.search(text[max(0, hit.start() - 80):hit.start()]):
+        if lead.search(text[max(0, hit.start() - 80):hit.start()]):
             return True
     return False
 
@@ -439,3 +493,18 @@ CONDITION_ORDER = (
     ConditionRules._cond_symptom_unflagged,
     ConditionRules._cond_not_in_record,
 )
+
+
+def _denied_having(flag: RedFlag, text: str) -> bool:
+    """Every place the text says the flag's words is inside a denial of having it that runs from earlier in the same
+    clause ("I haven't had one lick of that chest pain since"), beyond the few words the table's own check reaches."""
+    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+    if not hits:
+        return False
+    for hit in hits:
+        before = text[max(0, hit.start() - 120):hit.start()]
+        breaks = list(_CLAUSE_BREAK.finditer(before))
+        clause = before[breaks[-1].end():] if breaks else before
+        if not DENIED_HAVING.search(clause):
+            return False
+    return True

@@ -140,7 +140,7 @@ def _readings(m: MemoryDraft, kind: str, quote: str, turn: str, latest: Clinical
             return []
         celsius = (value - 32) * 5 / 9 if value > 50 or "f" in unit else value
         return [{"value": value, "celsius": celsius}]
-    if kind in ("heart_rate", "viral_load"):
+    if kind in ("heart_rate", "viral_load", "spo2"):  # every reading listed: the lowest saturation decides
         return [{"value": v} for v in _listed(m)]
     return [{"value": value, "value2": value2}] if value is not None else []
 

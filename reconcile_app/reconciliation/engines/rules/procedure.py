@@ -14,6 +14,8 @@ from reconcile_app.reconciliation.knowledge import DATA_DIR, Knowledge, norm, re
 from reconcile_app.reconciliation.matching import content_words, procedures_in_text, sites_in_text, vaccines_in_text
 from reconcile_app.reconciliation.types import Severity
 
+from .condition import _dated_past
+from .cues import pattern as cue_pattern_of
 from .cues import (
     CHAT_WORDS, DONE, GENERIC_SCOPE, PLANNED, PROCEDURE_DONE, PROCEDURE_FUTURE, PROCEDURE_GENERIC, PROCEDURE_HEADS, SURGERY,
 )
@@ -78,6 +80,16 @@ class ProcedureRules:
             return m.event_time.start
         return m.mention_time
 
+    def _days_from_event(self, m: MemoryDraft, recorded: str) -> int | None:
+        """Days between a recorded date and the event: zero inside a stated period ("last year" holds a July date),
+        else the days to its nearer end; without an event time, to the mention."""
+        start = self._event_time(m)
+        end = m.event_time.end if m.event_time is not None and m.event_time.end is not None else start
+        to_start, to_end = _days_apart(recorded, start), _days_apart(recorded, end)
+        if to_start is None or to_end is None:
+            return to_start
+        return 0 if start.isoformat()[:10] <= recorded[:10] <= end.isoformat()[:10] else min(to_start, to_end)
+
     def _procedure_like(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
         text = " ".join([_attr(m, "name"), m.content, m.quote])
         if procedures_in_text(text, self.kb) or procedures_by_frame(m.quote):
@@ -121,7 +133,7 @@ class ProcedureRules:
         if m.assertion == Assertion.AFFIRMED and PLANNED.search(q) and not DONE.search(q):
             # "she keeps trying to get me to have one": proposed, not done; nothing to add to the record yet
             return Verdict(NCR, Cat.PROCEDURE, "procedure-proposed", explanation="A proposed procedure; nothing done yet.")
-        if m.assertion == Assertion.HISTORICAL or _long_ago(m):
+        if m.assertion == Assertion.HISTORICAL or _long_ago(m) or (matches and _retold(m)):
             if matches:
                 return Verdict(AGREE, Cat.PROCEDURE, "procedure-historical-known", explanation="The procedure is in the record.").cite(*matches)
             return Verdict(NCR, Cat.PROCEDURE, "procedure-historical")
@@ -160,8 +172,7 @@ class ProcedureRules:
         if matches and any(facts.get(i, ProcedureFacts()).once for i in ids):
             return Verdict(AGREE, Cat.PROCEDURE, "procedure-recorded-once",
                            explanation=f"Record documents {_short(matches[0])} on {matches[0].date[:10]}.").cite(*matches[:2])
-        when = self._event_time(m)
-        close = [e for e in matches if _days_apart(e.date, when) is not None and _days_apart(e.date, when) <= 90]
+        close = [e for e in matches if self._days_from_event(m, e.date) is not None and self._days_from_event(m, e.date) <= 90]
         if close:
             return Verdict(AGREE, Cat.PROCEDURE, "procedure-recorded", explanation=f"Record documents {_short(close[0])} on {close[0].date[:10]}.").cite(*close)
         return None
@@ -224,3 +235,16 @@ def _not_an_event(m: MemoryDraft, ids: set[str], term: str, facts: dict[str, Pro
     if future is not None and not PROCEDURE_DONE.search(q[: future.start()]):
         return Verdict(NCR, Cat.PROCEDURE, "procedure-planned", explanation="A procedure still to come; nothing done yet.")
     return None
+
+
+RETOLD_WHEN = cue_pattern_of("retold_when")
+RETOLD_AGAIN = cue_pattern_of("retold_again")
+
+
+def _retold(m: MemoryDraft) -> bool:
+    """A procedure told as a past story (a 'when'-clause, its first time, a calendar year long before the session) with
+    no date of its own and no word that makes it another one: the record's own procedure, told again."""
+    if m.event_time is not None and m.event_time.start is not None:
+        return False
+    quote = regex_text(m.quote)
+    return bool(RETOLD_WHEN.search(quote) or _dated_past(quote, m.mention_time)) and not RETOLD_AGAIN.search(quote)
