@@ -16,13 +16,14 @@ hearsay counted as hypothetical, historical); several can hold at once.
 """
 from __future__ import annotations
 
+import re
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from .rules import RULES_PATH, RuleSet, load_rules, phrase_expansions
+from .rules import RULES_PATH, RuleSet, RuleSpec, load_rules, phrase_expansions
 
 PATIENT, OTHER = "patient", "other"
 SELF_PRONOUNS = {"she": frozenset("she her hers herself".split()), "he": frozenset("he him his himself".split())}
@@ -81,9 +82,10 @@ class MedspacyContext:
 
     def __init__(self, rules_path: Path = RULES_PATH) -> None:
         self.rules: RuleSet = load_rules(rules_path)
-        self._nlp, self._context, self._frames = _build(self.rules)
+        self._nlp, self._context, self._frames, self._carried_out = _build(self.rules)
         self._frame_at_start = {self._nlp.vocab.strings[f"frame{i}"]: bool(spec.metadata.get("at_start"))
                                 for i, spec in enumerate(self.rules.frame_patterns)}
+        self._frame_cues = _frame_cues(self._nlp, self.rules.frame_patterns)
         self._lock = threading.Lock()  # the ConText component keeps per-call state on itself
 
     # ---- the interface the rules engine calls ------------------------------------------------------
@@ -99,32 +101,29 @@ class MedspacyContext:
         """
         if not target_spans:
             return []
+        return self.analyse(sentence_text, target_spans, names=names).verdicts(
+            target_spans, frame=frame, default_subject=default_subject, default_relation=default_relation)
+
+    def analyse(self, sentence_text: str, target_spans: Sequence[tuple[int, int]] = (), *,
+                names: Sequence[tuple[int, int]] = ()) -> "SentenceContext":
+        """Run ConText once over a sentence; the result judges any target of it (`SentenceContext.verdicts`).
+
+        target_spans only keep names off the targets: a target is never a person, whatever a name finder says about a
+        capitalised brand ("his Coumadin"). Targets judged later against the same run are ConText's own second step
+        (each modifier's scope against each target), so one run serves every rule that asks about the sentence.
+        """
         doc = self._nlp.make_doc(sentence_text)
         for i, token in enumerate(doc):
             token.is_sent_start = i == 0  # one sentence: ConText's scopes run to its ends (faster than medspaCy windows)
-        targets = _spans(doc, target_spans)
-        # a target is never a person, whatever a name finder says about a capitalised brand ("his Coumadin")
         _set_names(doc, [n for n in names if not any(n[0] < e and s < n[1] for s, e in target_spans)])
-        doc.spans[_DEFAULT_SPAN_GROUP] = [t for t in targets if t is not None]
+        doc.spans[_DEFAULT_SPAN_GROUP] = []  # modifiers and scopes only; targets are matched in `verdicts`
         with self._lock:
             self._context(doc)
-        graph = doc._.context_graph
+        modifiers = list(doc._.context_graph.modifiers)
         norms = [t.norm_ for t in doc]
         starts = [t.idx for t in doc]
-        converted = {id(m): _as_mod(m, norms, starts) for m in graph.modifiers}
-        mods = sorted(converted.values(), key=lambda m: m.start)
-        by_target: dict[tuple[int, int], list[_Mod]] = {}
-        for target, modifier in graph.edges:
-            by_target.setdefault((target.start, target.end), []).append(converted[id(modifier)])
-        out = []
-        for span in targets:
-            if span is None:
-                relation = default_relation if default_subject == OTHER else ""
-                out.append(Assertion(default_subject, relation, cues=("unaligned",)))
-                continue
-            out.append(self._verdict(span.start, span.end, by_target.get((span.start, span.end), []), mods, norms,
-                                     frame, default_subject, default_relation))
-        return out
+        converted = [_as_mod(m, norms, starts) for m in modifiers]
+        return SentenceContext(self, doc, modifiers, converted, norms)
 
     def assert_token_spans(self, sentence_text: str, tokens: Sequence[tuple[str, int, int]],
                            token_spans: Sequence[tuple[int, int]], **kwargs: Any) -> list[Assertion]:
@@ -138,6 +137,12 @@ class MedspacyContext:
         """The caregiver frame of this turn: the one it opens, else `current`. Measured on the tune split, a frame
         belongs to the turn that shows it (caregivers type 'for a second' and hand back), so the engine should pass
         current=None unless it has its own reason to carry a frame."""
+        if self._frame_cues is not None:
+            low = turn_text.lower()
+            words = set(_WORD.findall(low))
+            if not any(all(alpha & words or any(w in low for w in other) for alpha, other in cue)
+                       for cue in self._frame_cues):
+                return current  # no frame can match: most turns, without tokenizing them
         doc = self._nlp.make_doc(turn_text)
         _set_names(doc, names)
         found = [m for m in self._frames(doc) if m[1] == 0 or not self._frame_at_start[m[0]]]
@@ -161,7 +166,8 @@ class MedspacyContext:
                 if meaning == "negated" and (negation_start < 0 or mod.char_start > negation_start):
                     negation_start = mod.char_start  # the nearest negation before the target
         chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
-        chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies["took_verb"])
+        chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies)
+        chosen = _clinician_pronoun(chosen, mods)
         subject, relation, owner = self._subject_of(chosen, default_subject, default_relation)
         if frame is not None:
             subject, relation = _apply_frame(frame, chosen, subject, relation)
@@ -178,6 +184,52 @@ class MedspacyContext:
             return OTHER, _relation_of(chosen, self.rules.vocabularies), ""
         owner = _relation_of(chosen, self.rules.vocabularies) if chosen.metadata.get("owner") else ""
         return PATIENT, "", owner
+
+
+class SentenceContext:
+    """ConText's modifiers of one sentence with their scopes, from one run; judges any target span of the sentence."""
+
+    def __init__(self, owner: MedspacyContext, doc: Any, modifiers: list[Any], converted: list[_Mod],
+                 norms: list[str]) -> None:
+        self._owner = owner
+        self._doc = doc
+        self._modifiers = modifiers
+        self._converted = converted
+        self._mods = sorted(converted, key=lambda m: m.start)
+        self._norms = norms
+        self._carried: list[tuple[int, str]] | None = None  # (start token, literal) of "so I got it", read lazily
+
+    def verdicts(self, target_spans: Sequence[tuple[int, int]], *, frame: SpeakerFrame | None = None,
+                 default_subject: str = PATIENT, default_relation: str = "") -> list[Assertion]:
+        """One Assertion per target span (character offsets into the sentence), in the same order."""
+        out = []
+        for span in _spans(self._doc, target_spans):
+            if span is None:
+                relation = default_relation if default_subject == OTHER else ""
+                out.append(Assertion(default_subject, relation, cues=("unaligned",)))
+                continue
+            # ConText's edge test (medspaCy ConTextGraph.apply_modifiers without max_targets, which no rule sets)
+            on_target = [c for m, c in zip(self._modifiers, self._converted) if m.modifies(span)]
+            verdict = self._owner._verdict(span.start, span.end, on_target, self._mods, self._norms, frame,
+                                           default_subject, default_relation)
+            if verdict.hypothetical:
+                verdict = self._carried_out(verdict, span.end)
+            out.append(verdict)
+        return out
+
+    def _carried_out(self, verdict: Assertion, end: int) -> Assertion:
+        """A plan or claim the patient carried out later in the sentence ("..., so I got it") is no longer a plan."""
+        if self._carried is None:
+            strings = self._owner._nlp.vocab.strings
+            norms = self._norms
+            # "so I didn't": a negation right after the match undoes it
+            self._carried = [(s, strings[k]) for k, s, e in self._owner._carried_out(self._doc)
+                             if e >= len(norms) or norms[e] not in ("not", "never")]
+        done = next((literal for start, literal in self._carried if start >= end), None)
+        if done is None:
+            return verdict
+        # the one who carried it out says "I": the patient's fact even after another person's claim
+        return replace(verdict, hypothetical=False, subject=PATIENT, relation="", cues=verdict.cues + (f"CARRIED_OUT:{done}",))
 
 
 # ---- decision steps ---------------------------------------------------------------------------------------
@@ -197,18 +249,31 @@ def _nearest_before(on_target: list[_Mod], start: int, categories: dict[str, str
 
 
 def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], norms: list[str],
-                           took: frozenset[str]) -> _Mod | None:
+                           vocab: dict[str, frozenset[str]]) -> _Mod | None:
     """Step 3: "my brother has been taking my oxycodone": 'my' owns the drug and the brother, who takes it, is the
-    experiencer; without a taking verb between them ("she saw my labetalol") 'my' stays the patient."""
+    experiencer; without a taking verb between them ("she saw my labetalol") 'my' stays the patient, and so does a
+    measurement someone takes on the patient ("my wife took my pressure")."""
     if chosen is None or chosen.category != "SELF_EXPERIENCER" or chosen.text not in (("my",), ("our",)) \
-            or chosen.end < start - 1:
+            or chosen.end < start - 1 or norms[start] in vocab["measured"]:
         return chosen
+    took = vocab["took_verb"]
     for mod in reversed([m for m in mods if m.end <= chosen.start]):
         if mod.direction == "TERMINATE" or mod.category == "SELF_EXPERIENCER":
             return chosen
         if mod.category == "OTHER_EXPERIENCER" and mod.direction == "FORWARD":
             return mod if any(w in took for w in norms[mod.end : chosen.start]) else chosen
     return chosen
+
+
+def _clinician_pronoun(chosen: _Mod | None, mods: list[_Mod]) -> _Mod | None:
+    """Step 3b: "the doctor looked at my A1c and she said it's not diabetes": a bare 'he'/'she' whose nearest person
+    before it in the sentence is a clinician is that clinician speaking, not an experiencer (the caller's default
+    applies, as when the sentence names nobody)."""
+    if chosen is None or chosen.category != "OTHER_EXPERIENCER" or chosen.text not in (("he",), ("she",)):
+        return chosen
+    people = [m for m in mods if m.end <= chosen.start
+              and m.category in ("CLINICIAN", "OTHER_EXPERIENCER", "SELF_EXPERIENCER")]
+    return None if people and people[-1].category == "CLINICIAN" else chosen
 
 
 def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relation: str) -> tuple[str, str]:
@@ -282,7 +347,7 @@ def _as_mod(modifier: Any, norms: list[str], starts: list[int]) -> _Mod:
                 meta, starts[start])
 
 
-def _build(rules: RuleSet) -> tuple[Any, Any, Any]:
+def _build(rules: RuleSet) -> tuple[Any, Any, Any, Any]:
     """spaCy blank English + ConText with our rules; medspaCy's import is kept from changing global warning filters."""
     with warnings.catch_warnings():
         import spacy
@@ -310,7 +375,10 @@ def _build(rules: RuleSet) -> tuple[Any, Any, Any]:
     frames = Matcher(nlp.vocab)
     for i, spec in enumerate(rules.frame_patterns):
         frames.add(f"frame{i}", [spec.pattern])
-    return nlp, context, frames
+    carried_out = Matcher(nlp.vocab)
+    for spec in rules.carried_out:
+        carried_out.add(spec.literal, [spec.pattern])
+    return nlp, context, frames, carried_out
 
 
 def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, pattern: Any, max_scope: int | None,
@@ -326,6 +394,38 @@ def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, p
     if phrases is not None:
         return [rule_cls(p, category, direction=direction, max_scope=max_scope, metadata=meta) for p in phrases]
     return [rule_cls(literal, category, pattern=pattern, direction=direction, max_scope=max_scope, metadata=meta)]
+
+
+_WORD = re.compile(r"[^\W\d_]+")  # a letter run: every token spaCy makes of letters alone (it splits at hyphens)
+
+
+def _frame_cues(nlp: Any, patterns: list[RuleSpec]) -> list[list[tuple[frozenset[str], tuple[str, ...]]]] | None:
+    """For each frame pattern, what each token it cannot match without needs in the lowered turn: one of its letter
+    words as a word, or one of its other strings (punctuation, and the pieces of tokenizer exceptions whose NORM is one
+    of its words: "i'm" gives "am") anywhere. A turn that lacks one for every pattern opens no frame. None when a
+    pattern has no such token (the matcher always runs)."""
+    from spacy.symbols import NORM, ORTH
+
+    pieces: dict[str, set[str]] = {}
+    for exc in nlp.Defaults.tokenizer_exceptions.values():
+        for attrs in exc:
+            if NORM in attrs:
+                pieces.setdefault(attrs[NORM].lower(), set()).add(attrs[ORTH].lower())
+    cues = []
+    for spec in patterns:
+        needed = []
+        for token in spec.pattern or []:
+            test = token.get("NORM", token.get("ORTH", token.get("LOWER")))
+            words = {test} if isinstance(test, str) else set(test.get("IN", ())) if isinstance(test, dict) else set()
+            words = {w.lower() for w in words}
+            if token.get("OP") in (None, "+", "1") and words:
+                letters = frozenset(w for w in words if _WORD.fullmatch(w))
+                other = (words - letters) | {p for w in words for p in pieces.get(w, ())}
+                needed.append((letters, tuple(sorted(other))))
+        if not needed:
+            return None
+        cues.append(needed)
+    return cues
 
 
 def _quiet_loguru() -> None:

@@ -45,6 +45,7 @@ class RuleSet:
     frame_patterns: list[RuleSpec]
     typing_words: frozenset[str]  # a frame naming one of these ("typing for my dad") names the patient, not the typist
     inverse_relations: dict[str, frozenset[str]]  # the typist's relation -> what the patient is to the typist
+    carried_out: list[RuleSpec] = field(default_factory=list)  # "so I got it": an earlier plan or claim was done
 
 
 def _vocabularies(raw: dict[str, Any], sources: dict[str, str]) -> dict[str, frozenset[str]]:
@@ -117,6 +118,9 @@ def parse_rules(data: dict[str, Any]) -> RuleSet:
     frame_source = frames.get("source", "")
     frame_patterns = [_spec(r, vocab, sources, categories, frame=True, default_source=frame_source)
                       for r in frames.get("patterns", [])]
+    carried = data.get("carried_out", {})
+    carried_out = [_spec(r, vocab, sources, categories, frame=True, default_source=carried.get("source", ""))
+                   for r in carried.get("patterns", [])]
     for kind, terminators in data.get("terminating_types", {}).items():
         unknown = {kind, *terminators} - set(categories)
         if unknown:
@@ -134,6 +138,7 @@ def parse_rules(data: dict[str, Any]) -> RuleSet:
         frame_patterns=frame_patterns,
         typing_words=frozenset(frames.get("typing_words", [])),
         inverse_relations={k: frozenset(v) for k, v in frames.get("inverse_relations", {}).items()},
+        carried_out=carried_out,
     )
 
 

@@ -1,9 +1,9 @@
 """ConText-style assertion and experiencer (subject) detection over chat sentences, in pure Python.
 
-Why not medspaCy: spaCy/medspaCy are not installed here, and the decision is a pure-Python implementation:
-it is several times faster (no Doc objects, no loguru), fully deterministic and under our control, and its
-chat rules (a SELF experiencer that ends another person's scope, "stopped taking", "is gone", "what if",
-"wants me to start", "used to") are the part that matters for coaching text.
+The rules extractor's "own" assertion engine (EXTRACTION_ASSERTION = "own"). The alternative, "context", is medspaCy's
+ConText with the chat rules of narrative/data/context_rules.json (narrative/assertion, docs/assertion.md); `assess`
+hands a sentence to it when the extractor attached its judge to the triggers. This module is kept because it is the
+fallback and the measured baseline, and because the extractor's discourse layer (rules/subject.py) reads its people.
 
 The algorithm follows ConText (Harkema et al. 2009): trigger phrases with a category and a direction
 (forward, backward or both), scopes that run to the sentence end or a termination term (but, however,
@@ -532,7 +532,14 @@ def subject_for(words: list[str], start: int, end: int, people: list[Person]) ->
 def assess(words: list[str], start: int, end: int, *, names: set[int] | None = None,
            clinician_context: bool = False, triggers: list[Trigger] | None = None,
            people: list[Person] | None = None) -> ContextResult:
-    """Assertion and subject of the target tokens [start, end) of one sentence."""
+    """Assertion and subject of the target tokens [start, end) of one sentence.
+
+    With EXTRACTION_ASSERTION = "context" the extractor hands over triggers that carry the sentence's medspaCy ConText
+    judge (rules/assertion.py): the verdict is ConText's, so the sentence rules need not know which engine runs.
+    """
+    judge = getattr(triggers, "judge", None)
+    if judge is not None:
+        return judge(start, end)
     assertion, trig = assertion_for(words, start, end, triggers)
     people = people if people is not None else find_people(words, names, clinician_context, skip=set(range(start, end)))
     subject, relation, owner = subject_for(words, start, end, people)

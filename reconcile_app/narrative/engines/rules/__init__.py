@@ -3,7 +3,8 @@
 One module per concern, in this decision order:
   per turn (`_analyse_turn`): the text lowered at the same length and split into sentences; each sentence's terminology
     hits (phrases, inverted phrases, admitted near misses); the people it speaks of (subject.py: names, the coach's
-    question about someone else, the sentence before, quotes, family history); then SENTENCE_RULES, in order, each
+    question about someone else, the sentence before, quotes, family history); its assertion judge (assertion.py:
+    the own engine's triggers, or one medspaCy ConText run by EXTRACTION_ASSERTION); then SENTENCE_RULES, in order, each
     adding the mentions it reads (mentions.py, medication.py, care.py, condition.py, allergy.py, measurement.py);
     then coaching content from sentences with nothing clinical (mentions.py);
   per session (`_link_session`): for each patient turn, unresolved medicines resolved, answers filled from the coach's
@@ -27,6 +28,7 @@ from ..clauses import Sentence, split_sentences
 from ..delta import DeltaDetector, TurnHit
 from ..measurements import Measurement, find_measurements
 from .allergy import _allergy_inference, _record_allergy_exposures, _s_allergic_to
+from .assertion import ContextAssertions, assertion_engine
 from .care import _s_had_done, _s_procedure_noun, _s_programs, _s_removal, _s_vaccine_list
 from .chains import _assign_ops
 from .condition import _s_body_site_pain, _s_diagnosis_named, _s_suicidal
@@ -53,10 +55,16 @@ class RulesExtractor(Extractor):
 
     @property
     def version(self) -> str:  # type: ignore[override]
-        return self.base_version if self.delta.detector is None else f"{self.base_version}+{self.delta.version}"
+        # memories differ by assertion engine, so stored runs of one are not reused for the other
+        base = self.base_version if self.assertion == "own" else f"{self.base_version}-{self.assertion}"
+        return base if self.delta.detector is None else f"{base}+{self.delta.version}"
 
-    def __init__(self, lexicon: Lexicon | None = None) -> None:
+    def __init__(self, lexicon: Lexicon | None = None, assertion: str | None = None) -> None:
         self._lexicon = lexicon
+        # "own" (engines/context.py) or "context" (medspaCy ConText); None: the EXTRACTION_ASSERTION setting
+        self.assertion = assertion_engine(assertion)
+        self.assertions = None if self.assertion == "own" else \
+            ContextAssertions(own_subject=self.assertion == "context-assertion")
 
     @property
     def lexicon(self) -> Lexicon:
@@ -94,7 +102,7 @@ class RulesExtractor(Extractor):
         states: list[TurnState] = []
         for index, turn in enumerate(session.turns):
             try:
-                states.append(_analyse_turn(turn, index, lex, overlay, states))
+                states.append(_analyse_turn(turn, index, lex, overlay, states, self.assertions))
             except Exception:  # one hostile turn must not lose the session: log ids only, never text
                 logger.exception("rules extraction failed on turn %s of session %s", getattr(turn, "id", "?"), session.id)
         try:
@@ -131,7 +139,8 @@ class RulesExtractor(Extractor):
     # ---- per turn -----------------------------------------------------------------------------
 
 
-def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, previous: list[TurnState]) -> TurnState:
+def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, previous: list[TurnState],
+                  assertions: ContextAssertions | None = None) -> TurnState:
     """One turn: a coach's is read for its hits only; a patient's sentence by sentence, in the decision order above."""
     text = turn.text if isinstance(turn.text, str) else ""
     low = lower_same_length(text[:MAX_CHARS])
@@ -145,12 +154,15 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
     state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
     # the previous two turns (a coach's question and the patient's message before it) let bare numbers answer them
     measurements = find_measurements(low, context=" ".join(p.low for p in previous[-2:]))
-    for sent in state.sentences:
-        words = ctx.mark_clause_final([t for t, _, _ in sent.tokens], sent.tokens, sent.low)
+    parsed = [(sent, words, _names(text, sent, words)) for sent in state.sentences
+              for words in [ctx.mark_clause_final([t for t, _, _ in sent.tokens], sent.tokens, sent.low)]]
+    frame = assertions.turn_frame(text[:MAX_CHARS], parsed) if assertions is not None else None
+    for sent, words, names in parsed:
         hits = _sentence_hits(state, sent, lex, overlay)
-        names = _names(text, sent, words)
-        triggers = ctx.find_assertion_triggers(words)
         people = _sentence_people(discourse, sent, words, names, hits)
+        # one ConText judge per sentence (EXTRACTION_ASSERTION = "context"), else the own engine's triggers
+        triggers = assertions.sentence(text, sent, hits, names, people, frame, words) if assertions is not None \
+            else ctx.find_assertion_triggers(words)
         sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
         found = _sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex)
         _after_sentence(discourse, people, found)
