@@ -38,3 +38,13 @@ def test_a_home_oximeter_named_in_lay_words_gives_saturations(text: str, values:
 def test_the_oximeters_pulse_is_not_a_saturation() -> None:
     found = find_measurements("the fingertip pulse ox thing said pulse 96 on the treadmill")
     assert not [m for m in found if m.kind == "spo2"]
+
+
+@pytest.mark.parametrize(("text", "values", "best"), [
+    ("i've been doing the blow tube every morning, it's been 280, 300, 290 all week and my best is 420", [280, 300, 290], 420),
+    ("the thing i blow into says 310 and 320 lately, personal best of 400", [310, 320], 400),
+    ("my peak flow was 250 this morning", [250], None),
+])
+def test_peak_flows_named_in_lay_words_keep_the_personal_best(text: str, values: list[float], best: float | None) -> None:
+    [pf] = [m for m in find_measurements(text) if m.kind == "peak_flow"]
+    assert (pf.values or [pf.value]) == values and pf.baseline == best

@@ -346,3 +346,42 @@ def test_a_finished_rehab_is_not_an_abandoned_one(quote: str, queued: bool) -> N
             "activity": [{"detail": {"status": "in-progress", "description": "Attend cardiac rehab three times a week."}}]}
     finding = judge(_small_record(mi, plan), "care_activity", quote, name="cardiac rehab", action="stopped")
     assert (finding.kind == "contradiction") is queued
+
+
+# --- the nearest subject governs: a third person's sign is theirs ---------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "I told him that's nonsense, and that's why he passed out at the bus stop",
+    "my neighbor told me she passed out at church",
+    "she had black stools after the iron, my sister I mean",
+])
+def test_a_sign_whose_nearest_subject_is_a_third_person_is_theirs(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", [
+    "they said my stools were black as tar",
+    "the nurse said I passed out for a minute",
+    "she noticed I passed out on the porch",
+])
+def test_a_sign_said_about_me_by_someone_else_stays_mine(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind == "gap"
+
+
+# --- peak flows counted as a percent of the personal best (NAEPP zones) ------------------------------------------------
+
+@pytest.mark.parametrize(("values", "best", "expected"), [
+    ([300, 290, 310], 430, ("gap", "medium")),   # about 70%: yellow zone
+    ([200, 190], 430, ("gap", "high")),          # under 50%: red zone
+    ([400, 410], 430, None),                     # over 90%: green
+])
+def test_peak_flows_are_read_against_the_personal_best(record: ClinicalRecord, values: list[float], best: float,
+                                                        expected: tuple[str, str] | None) -> None:
+    m = memory("measurement", "the blow tube readings this week", attributes={"kind": "peak_flow", "value": min(values),
+                                                                               "values": values, "baseline": best, "unit": "L/min"})
+    [finding] = ENGINE.reconcile([m], record)
+    if expected is None:
+        assert finding.kind not in QUEUED
+    else:
+        assert (finding.kind, finding.severity) == expected
+        assert "cond-asthma" in {c.id for c in finding.citations}

@@ -116,6 +116,8 @@ _OTHER_QUANTITY_QUESTION = cue_pattern("other_quantity_question")
 _GLUCOSE_READ = cue_pattern("glucose_read")
 _NOT_GLUCOSE_UNIT = cue_pattern("not_a_glucose_unit")
 _SPO2_DEVICE = cue_pattern("spo2_device")
+_PEAK_FLOW_DEVICE = cue_pattern("peak_flow_device")
+_PEAK_FLOW_BEST = cue_pattern("peak_flow_best")
 _SPO2_DEVICE_READING = cue_pattern("spo2_device_reading")
 _HOME = re.compile(r"\b(my (?:machine|meter|cuff|monitor|scale|watch)|at home|home (?:cuff|machine|monitor)|my bp|checked (?:it|my)|i checked)\b")
 _OUTSIDE = re.compile(r"\b(at work|work|pharmacy|health fair|urgent care|er|emergency room|hospital|store|the nurse|fire station|clinic|her cuff|his cuff|kiosk)\b")
@@ -235,6 +237,7 @@ def find_measurements(low: str, context: str = "") -> list[Measurement]:
     for m in _SLEEP.finditer(low):
         if free(m.start(1), m.end(1)):
             claim(Measurement("sleep_duration", float(m.group(1)), m.start(), m.end(), unit="h"))
+    _peak_flows(low, free, claim)
     for m in _PEAK_FLOW.finditer(low):
         if free(m.start(1), m.end(1)):
             claim(Measurement("peak_flow", float(m.group(1)), m.start(), m.end(), unit="L/min"))
@@ -363,6 +366,30 @@ def _spo2_device_readings(low: str, setting: str, free, claim) -> None:
         if nums:
             claim(Measurement("spo2", min(nums), first, last, unit="%", values=nums, setting=setting or "home"))
             return
+
+
+def _peak_flows(low: str, free, claim) -> None:
+    """Peak flows read after the meter is named in lay words ("the blow tube ... 310, 300, 320 this week"), with the
+    personal best the patient compares them with ("my best is 450"), so the zone can be counted from it."""
+    device = _PEAK_FLOW_DEVICE.search(low)
+    if device is None:
+        return
+    best = _PEAK_FLOW_BEST.search(low)
+    window = low[device.end() : min(len(low), device.end() + 260)]
+    nums: list[tuple[float, int, int]] = []
+    for m in re.finditer(r"(?<![\d.,/:$])(\d{2,3})(?![\d%/:]|s\b|'s\b)", window):
+        at = device.end() + m.start(1)
+        if best is not None and best.start(1) == at:
+            continue  # the personal best is the yardstick, not a reading
+        if _WEIGHT_OTHER_UNIT.match(window[m.end(1) : m.end(1) + 24]) or not free(at, at + len(m.group(1))):
+            continue
+        v = float(m.group(1))
+        if 60 <= v <= 900:
+            nums.append((v, at, at + len(m.group(1))))
+    if nums:
+        values = [v for v, _, _ in nums]
+        claim(Measurement("peak_flow", min(values), nums[0][1], nums[-1][2], unit="L/min", values=values, setting="home",
+                          baseline=float(best.group(1)) if best else None))
 
 
 def _viral_load(low: str, setting: str, free, claim) -> None:

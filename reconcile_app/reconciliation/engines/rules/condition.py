@@ -39,6 +39,8 @@ HABITUAL_GET = cue_pattern_of("habitual_get")
 # the same frame a couple of words back ("I get so out of breath": the frame governs "breath" two words on)
 _HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
 CHANGE_WORDS = cue_pattern_of("change_words")
+_SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|me|we|we're|our|he|he's|she|she's|they|they're)\b")
+_OTHER_PRONOUNS = {"he", "he's", "she", "she's", "they", "they're"}
 _CLAUSE_BREAK = re.compile(r"[,;:.!?]|\b(?:but|though|although|except|until|now|then)\b")
 _BROAD_SITES = {"skin"}  # a site too broad to tie a sign to a record entry (a rash is not about past skin surgery)
 PAST_DATE_DAYS = 60  # an event dated two months or more before the session is a retold history, not a new complaint
@@ -108,7 +110,7 @@ class ConditionRules:
     def _red_flags_said(self, m: MemoryDraft, ctx: Context, text: str, only_classes: set[str] | None) -> list[RedFlag]:
         """Rows whose lay words the text says (not denied in the rest of the turn), whose gate the record opens, and
         that nothing the patient takes or said explains."""
-        flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text)]
+        flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text) and not _someone_else_has(f, text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
             # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
@@ -506,5 +508,22 @@ def _denied_having(flag: RedFlag, text: str) -> bool:
         breaks = list(_CLAUSE_BREAK.finditer(before))
         clause = before[breaks[-1].end():] if breaks else before
         if not DENIED_HAVING.search(clause):
+            return False
+    return True
+
+
+def _someone_else_has(flag: RedFlag, text: str) -> bool:
+    """Every place the text says the flag's words, the nearest person pronoun before it in its clause is a third-person
+    subject ("I told him that's why he gets winded on the stairs"): the nearest subject governs the verb (English word
+    order: subject before verb); "he says I get winded" and "they said my stools were black" stay the patient's."""
+    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+    if not hits:
+        return False
+    for hit in hits:
+        before = text[max(0, hit.start() - 120):hit.start()]
+        breaks = list(_CLAUSE_BREAK.finditer(before))
+        clause = before[breaks[-1].end():] if breaks else before
+        subjects = _SUBJECT_PRONOUN.findall(clause)
+        if not subjects or subjects[-1] not in _OTHER_PRONOUNS:
             return False
     return True

@@ -140,6 +140,9 @@ def _readings(m: MemoryDraft, kind: str, quote: str, turn: str, latest: Clinical
             return []
         celsius = (value - 32) * 5 / 9 if value > 50 or "f" in unit else value
         return [{"value": value, "celsius": celsius}]
+    if kind == "peak_flow":  # each reading as a percent of the personal best the patient states (the zones' yardstick)
+        best = _num(a.get("baseline"))
+        return [{"value": v, "percent_best": v / best * 100 if best else None} for v in _listed(m)]
     if kind in ("heart_rate", "viral_load", "spo2"):  # every reading listed: the lowest saturation decides
         return [{"value": v} for v in _listed(m)]
     return [{"value": value, "value2": value2}] if value is not None else []
