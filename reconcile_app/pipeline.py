@@ -66,6 +66,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from reconcile_app.core.exceptions import PermanentError, RetryableError
+from reconcile_app.reconciliation.types import DISCREPANCY_KINDS
 from reconcile_app.transcripts.models import PatientPipeline, Session
 from reconcile_app.transcripts.signals import session_withdrawn, sessions_pending
 
@@ -146,6 +147,16 @@ def lease_claim(*, patient_id: int, token: str) -> bool:
     return claimed == 1
 
 
+def lease_renew(*, patient_id: int, token: str) -> bool:
+    """lease_claim for a holder between sessions: the patient's row exists (the claim made it), so only the
+    conditional UPDATE runs."""
+    now = timezone.now()
+    renewed = PatientPipeline.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_token=token), patient_id=patient_id
+    ).update(lease_token=token, lease_until=now + timedelta(seconds=lease_seconds()), last_run_at=now)
+    return renewed == 1
+
+
 def retry_hold_seconds() -> int:
     # The longest backoff between retries (the task's retry_backoff_max) plus a margin.
     return int(getattr(settings, "PIPELINE_RETRY_HOLD_SECONDS", 330))
@@ -211,7 +222,9 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
         # Consent was withdrawn while the engines ran: revoke what they wrote after the withdrawal.
         session_revoke(session=session, reason="consent withdrawn while the session was processed")
         return
-    _route(list(rrun.findings.select_related("memory", "session")))  # routing reads both for every finding
+    # Routing reads the memory and session of every discrepancy, and passes over any other finding: only
+    # discrepancies are read (most findings of a session are not).
+    _route(list(rrun.findings.filter(kind__in=DISCREPANCY_KINDS).select_related("memory", "session")))
     session_chain_recheck(session=session)
     _set_status(session, Session.Pipeline.DONE)
 
@@ -275,7 +288,7 @@ def _advance_sessions(*, patient_id: int, token: str, engine: str | None, final_
             on_session(session)
         if time.monotonic() > deadline:  # at least one session per claim, then share the workers
             break  # the check after the release turns this into MORE if work remains
-        if not lease_claim(patient_id=patient_id, token=token):  # renew between sessions
+        if not lease_renew(patient_id=patient_id, token=token):  # renew between sessions
             return Outcome.BUSY  # our lease lapsed and another delivery holds the patient now
     return outcome
 
