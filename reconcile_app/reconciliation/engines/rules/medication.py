@@ -32,6 +32,8 @@ STATED_AMOUNT = pattern("stated_amount")
 FIRST_PERSON_ANY = pattern("first_person_any")
 GENERAL_CLAIM = pattern("general_claim")
 COUNT_PER_PERIOD = pattern("count_per_period")
+REPLACED = pattern("replaced")
+HYPOTHETICAL_CHANGE = pattern("hypothetical_change")
 _ORDER_TABLETS = re.compile(r"\b(half|one|two|three|four|1/2|\d+(?:\.\d+)?)\s*(?:a\s+)?(?:tablets?|tabs?|capsules?|caps?|pills?)\b",
                             re.IGNORECASE)
 _AMOUNT_WORDS = {"half": 0.5, "1/2": 0.5, "one": 1.0, "a": 1.0, "two": 2.0, "a couple": 2.0, "three": 3.0, "four": 4.0}
@@ -427,6 +429,9 @@ class MedicationRules:
         if quiet is not None:
             return quiet
         m, ctx = f.m, f.ctx
+        replaced = self._med_replaced(f)
+        if replaced is not None:
+            return replaced
         sev, safe = self._class_sev(f.classes, "new", ("medium", False))
         if f.someone_else:
             sev = _severity_max(sev, "medium")
@@ -439,6 +444,32 @@ class MedicationRules:
         self._cite_new_medicine_rule(v, ctx)
         v.cite(*self._context_conditions(ctx, ctx.around(m) + " " + _attr(m, "reason"))[:3])
         return v
+
+    def _med_replaced(self, f: MedFacts) -> Verdict | None:
+        """A new medicine said to replace one the record still lists as active ("took away my X and gave me Y",
+        "switched me from X to Y", "X is gone, now it's Y"): the record's order is out of date, a contradiction. The
+        replaced order is one the memory's turns name, else the one active order of the new drug's own class."""
+        if f.someone_else or f.action == "stopped" or not f.mention.drugs:
+            return None
+        turns = regex_text(f.ctx.around(f.m)) + " " + f.quote
+        if not REPLACED.search(turns) or HYPOTHETICAL_CHANGE.search(turns) or not FIRST_PERSON_ANY.search(turns):
+            return None  # "there's a shot instead of the pills, I might ask": a change considered, not made
+        new = {d.name for d in f.mention.drugs}
+        normed = f" {norm(turns)} "
+        # the record's active orders named in the turns by any of their names (the tables may not know the drug)
+        orders = [me.entry for me in f.ctx.idx.meds if me.entry.state == State.ACTIVE and not me.names & new
+                  and any(len(n) >= 4 and f" {n} " in normed for n in me.names)]
+        if not orders:
+            own = set().union(*(self.kb.drug_classes(d) for d in f.mention.drugs)) - BROAD_CLASSES
+            same = f.ctx.idx.meds_of_classes({c for c in own if self.kb.classes.get(c) and self.kb.classes[c].change[0]})
+            orders = same if len(same) == 1 else []
+        if not orders:
+            return None
+        classes = self._entry_classes(f.ctx, orders)
+        sev, safe = self._class_sev(classes | f.classes, "change", ("medium", False))
+        v = Verdict(CONTRA, Cat.MEDICATION, "med-replaced", sev, safe,
+                    f"Record lists {_short(orders[0])} as active; patient reports it was replaced by {f.label}.")
+        return v.cite(*orders, *self._indications(f.ctx, classes)[:2])
 
     def _med_quiet_new_use(self, f: MedFacts, interactions: list) -> Verdict | None:
         """New use that is not worth a reviewer's look: a lay class alone, a plan, an occasional or single OTC dose."""
