@@ -385,3 +385,17 @@ def test_peak_flows_are_read_against_the_personal_best(record: ClinicalRecord, v
     else:
         assert (finding.kind, finding.severity) == expected
         assert "cond-asthma" in {c.id for c in finding.citations}
+
+
+# --- someone else's clinician names someone else's condition ---------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "my son started a pill for ADHD and his doctor said the poor appetite is normal",
+    "my daughter's doctor said it was ADHD, so she started the medicine",
+])
+def test_a_diagnosis_from_someone_elses_clinician_is_not_the_patients(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "condition", quote, name="adhd", term="adhd").kind not in QUEUED
+
+
+def test_a_diagnosis_from_my_own_doctor_is_still_a_gap(record: ClinicalRecord) -> None:
+    assert judge(record, "condition", "my doctor said it's ADHD and started me on a pill", name="adhd", term="adhd").kind == "gap"

@@ -40,6 +40,8 @@ HABITUAL_GET = cue_pattern_of("habitual_get")
 _HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
 CHANGE_WORDS = cue_pattern_of("change_words")
 _SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|me|we|we're|our|he|he's|she|she's|they|they're)\b")
+# a possessive of another person right before a clinician word: "her doctor", "his cardiologist", "my daughter's pediatrician"
+_OTHERS_CLINICIAN = re.compile(r"\b(?:her|his|their|(?:my\W+)?(?:son|daughter|husband|wife|mom|mother|dad|father|sister|brother|kid|baby|partner|friend|neighbou?r)'?s|\w+'s)\W+(?:own\W+|new\W+|regular\W+)?$")
 _OTHER_PRONOUNS = {"he", "he's", "she", "she's", "they", "they're"}
 _CLAUSE_BREAK = re.compile(r"[,;:.!?]|\b(?:but|though|although|except|until|now|then)\b")
 _BROAD_SITES = {"skin"}  # a site too broad to tie a sign to a record entry (a rash is not about past skin surgery)
@@ -468,8 +470,10 @@ def _term_after(text: str, term: str, lead: re.Pattern[str]) -> bool:
 
 
 def _named_by_clinician(m: MemoryDraft, ctx: Context) -> bool:
-    """"urgent care. said gout": a clinician or care setting named the condition, in the quote or the rest of its turn."""
-    return bool(CLINICIAN_NAMED.search(regex_text(ctx.around(m))))
+    """"urgent care. said gout": a clinician or care setting named the condition, in the quote or the rest of its turn;
+    someone else's clinician ("her doctor", "my son's pediatrician") names that person's condition, not the patient's."""
+    text = regex_text(ctx.around(m))
+    return any(not _OTHERS_CLINICIAN.search(text[max(0, hit.start() - 25):hit.start()]) for hit in CLINICIAN_NAMED.finditer(text))
 
 
 def _acute(flag: RedFlag) -> bool:
