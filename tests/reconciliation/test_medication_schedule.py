@@ -105,3 +105,19 @@ def test_a_new_prescription_named_only_by_its_class_is_a_gap(engine, meds) -> No
     # the record's only cold medicine is stopped: "a cough syrup" from urgent care is new, not that old one
     finding = judge(engine, meds, "Urgent care gave me a cough syrup for nights.", "", action="started", drug_class="cold medicine")
     assert finding.kind == "gap"
+
+
+@pytest.mark.parametrize(("quote", "drug"), [
+    ("The levothyroxine I only take on Saturday and Sunday, work is too busy.", "levothyroxine"),
+    ("Weekdays I skip the levothyroxine, it makes me jittery at work.", "levothyroxine"),
+])
+def test_weekend_only_doses_of_a_daily_order_are_fewer(engine, meds, quote: str, drug: str) -> None:
+    finding = judge(engine, meds, quote, drug)
+    assert (finding.kind, finding.rule) == ("contradiction", "med-schedule-less")
+
+
+def test_a_drug_taken_with_another_keeps_the_schedule_about_the_first(engine, meds) -> None:
+    m = memory("medication", "It used to be first thing, but now I take my levothyroxine at bedtime with my calcium chews.",
+               attributes={"drug": "levothyroxine", "action": "taking"})
+    finding = engine.reconcile_rules([m], meds)[0]
+    assert finding.kind == "contradiction" and finding.rule.startswith("med-schedule")

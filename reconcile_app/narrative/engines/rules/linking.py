@@ -109,6 +109,12 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
     # 2. the coach's question named it ("Are you still taking your metformin?")
     if _from_coach_question(mention, coach_before, cls, lex):
         return
+    # 2b. "it" with no drug in the turns around: the drug last named in the conversation a few turns back is still
+    #     its topic ("Did you ask about the Zoloft?" ... "How are you handling it?" "Cutting it in half.")
+    if mention.attributes.get("anaphora"):
+        for earlier in reversed(states[max(0, i - _TOPIC_TURNS) : i]):
+            if _from_coach_question(mention, earlier, cls, lex):
+                return
     # 3. the record holds exactly one active drug of that class, or in that dosage form ("the strips", "my patch")
     candidates = _record_class_drugs(record, lex, cls) or _record_form_drugs(record, lex, mention.attributes.get("reference", ""))
     if len({c for c, _ in candidates}) == 1:
@@ -123,8 +129,12 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
         mention.confidence = min(mention.confidence, 0.6)
 
 
+_TOPIC_TURNS = 4  # how far back a drug named by either speaker stays the topic a bare "it" refers to
+
+
 def _from_coach_question(mention: Mention, coach_before: TurnState | None, cls: str, lex: Lexicon) -> bool:
-    """The drug the coach's turn just before names, when it names one of a compatible class (the last one named)."""
+    """The drug a turn before names (the coach's question just before, or an earlier turn of either speaker), when
+    it names one of a compatible class (the last one named)."""
     if coach_before is None:
         return False
     drugs = [hit.best for sent in coach_before.sentences for hit in getattr(sent, "hits", [])

@@ -34,6 +34,7 @@ GENERAL_CLAIM = pattern("general_claim")
 COUNT_PER_PERIOD = pattern("count_per_period")
 REPLACED = pattern("replaced")
 HYPOTHETICAL_CHANGE = pattern("hypothetical_change")
+_WITH_PHRASE = re.compile(r"\b(?:with|along with|together with|alongside|plus)\b.*$")
 _ORDER_TABLETS = re.compile(r"\b(half|one|two|three|four|1/2|\d+(?:\.\d+)?)\s*(?:a\s+)?(?:tablets?|tabs?|capsules?|caps?|pills?)\b",
                             re.IGNORECASE)
 _AMOUNT_WORDS = {"half": 0.5, "1/2": 0.5, "one": 1.0, "a": 1.0, "two": 2.0, "a couple": 2.0, "three": 3.0, "four": 4.0}
@@ -359,7 +360,9 @@ class MedicationRules:
         units = [u for turn_id in f.m.turn_ids for u in _clauses(f.ctx.turn_text.get(turn_id, ""))]
         if not any(u in quote for u in units):
             units = _clauses(f.m.quote) + units
-        named = [{d.name for d in drugs_in_text(u, self.kb, fuzzy=False).drugs} | _raw_names_in(u, names) for u in units]
+        # a drug named after "with" is taken alongside ("at bedtime with my calcium chews"): the topic stays this drug
+        named = [{d.name for d in drugs_in_text(_WITH_PHRASE.sub("", u), self.kb, fuzzy=False).drugs} | _raw_names_in(u, names)
+                 for u in units]
         implicit = not any(n & names for n in named)
         parts, current = [], False
         for unit, found in zip(units, named):
