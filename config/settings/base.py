@@ -225,8 +225,8 @@ CELERY_BEAT_SCHEDULE: dict = {
 
 # Engines (swappable behind an interface chosen by setting).
 EXTRACTION_ENGINE = env_str("EXTRACTION_ENGINE", "rules")
-# Assertion and subject in the rules extractor: "own" (engines/context.py), "context" (medspaCy ConText, docs/assertion.md) or "context-assertion" (ConText assertion, own subject).
-EXTRACTION_ASSERTION = env_str("EXTRACTION_ASSERTION", "own")
+# Assertion and subject in the rules extractor: "context" (medspaCy ConText; better end to end on tune, docs/assertion.md), "own" (engines/context.py) or "context-assertion" (ConText assertion, own subject).
+EXTRACTION_ASSERTION = env_str("EXTRACTION_ASSERTION", "context")
 RECONCILIATION_ENGINE = env_str("RECONCILIATION_ENGINE", "rules")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")

@@ -168,6 +168,7 @@ class MedspacyContext:
         chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
         chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies)
         chosen = _clinician_pronoun(chosen, mods)
+        chosen = _quoted_speaker(chosen, mods, norms)
         subject, relation, owner = self._subject_of(chosen, default_subject, default_relation)
         if frame is not None:
             subject, relation = _apply_frame(frame, chosen, subject, relation)
@@ -180,6 +181,8 @@ class MedspacyContext:
         if chosen is None:
             return default_subject, default_relation if default_subject == OTHER else "", ""
         meaning = self.rules.categories[chosen.category]
+        if meaning == "subject:clinician":  # a clinician acts on whoever the sentence is about: the caller's default
+            return default_subject, default_relation if default_subject == OTHER else "", ""
         if meaning == "subject:other":
             return OTHER, _relation_of(chosen, self.rules.vocabularies), ""
         owner = _relation_of(chosen, self.rules.vocabularies) if chosen.metadata.get("owner") else ""
@@ -276,6 +279,26 @@ def _clinician_pronoun(chosen: _Mod | None, mods: list[_Mod]) -> _Mod | None:
     return None if people and people[-1].category == "CLINICIAN" else chosen
 
 
+_QUOTES = frozenset({'"', "\u201c", "\u201d", "''", "``"})
+
+
+def _quoted_speaker(chosen: _Mod | None, mods: list[_Mod], norms: list[str]) -> _Mod | None:
+    """Step 3c: 'My sister said "I have been on Lexapro for years"': the first person inside another person's quoted
+    words is that person (the nearest person cue before the opening quote)."""
+    if chosen is None or chosen.category != "SELF_EXPERIENCER":
+        return chosen
+    marks = [i for i, n in enumerate(norms) if n in _QUOTES]
+    opening = next((marks[k] for k in range(0, len(marks) - 1, 2) if marks[k] < chosen.start < marks[k + 1]), None)
+    if opening is None and len(marks) % 2 == 1 and marks[-1] < chosen.start:
+        opening = marks[-1]  # an unclosed quote runs to the end of the sentence
+    if opening is None:
+        return chosen
+    # the speaker is the nearest person before the quote, not the one spoken to ("my uncle told me")
+    before = [m for m in mods if m.end <= opening and m.category in ("OTHER_EXPERIENCER", "SELF_EXPERIENCER", "CLINICIAN")
+              and m.text not in (("me",), ("us",))]
+    return before[-1] if before and before[-1].category == "OTHER_EXPERIENCER" else chosen
+
+
 def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relation: str) -> tuple[str, str]:
     """Step 5: a caregiver typing: the cared-for person's words are the patient, the typist's first person is not."""
     if chosen is None:
@@ -288,6 +311,8 @@ def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relatio
 
 
 def _relation_of(mod: _Mod, vocab: dict[str, frozenset[str]]) -> str:
+    if mod.metadata.get("relation"):
+        return str(mod.metadata["relation"])  # an idiom names the relation ("my better half": spouse)
     for word in mod.text:
         if word in vocab["relation"]:
             base = word[:-1] if word.endswith("s") and word[:-1] in vocab["relation"] else word

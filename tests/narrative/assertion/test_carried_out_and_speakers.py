@@ -92,3 +92,58 @@ def test_a_clinicians_pronoun_is_a_speaker_not_an_experiencer(ctx, sentence: str
 
 def test_a_pronoun_after_a_relative_stays_the_relative(ctx) -> None:
     assert verdict(ctx, "Told the doctor about my sister, she has lupus.", "lupus").subject == "other"
+
+
+@pytest.mark.parametrize("sentence,target,relation", [
+    ("My significant other finally started losartan.", "losartan", "spouse"),
+    ("Our better half situation: my other half has gout again.", "gout", "spouse"),
+])
+def test_idioms_for_a_partner_are_another_person(ctx, sentence: str, target: str, relation: str) -> None:
+    result = verdict(ctx, sentence, target)
+    assert (result.subject, result.relation) == ("other", relation)
+
+
+def test_a_named_beneficiary_after_the_target_is_theirs(ctx) -> None:
+    sentence = "Picked up the amoxicillin for Maya yesterday."
+    start = sentence.index("Maya")
+    assert verdict(ctx, sentence, "amoxicillin", names=[(start, start + 4)]).subject == "other"
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("The pharmacist takes rosuvastatin herself, she told me.", "rosuvastatin"),
+    ("My nurse is on levothyroxine too.", "levothyroxine"),
+])
+def test_a_clinicians_own_health_is_another_persons(ctx, sentence: str, target: str) -> None:
+    assert verdict(ctx, sentence, target).subject == "other"
+
+
+def test_a_clinician_acting_on_the_patient_is_no_experiencer(ctx) -> None:
+    assert verdict(ctx, "The cardiologist took me off clopidogrel.", "clopidogrel").subject == "patient"
+
+
+def test_a_clinician_follows_the_callers_default(ctx) -> None:
+    # the coach asked about the husband: "the doctor added X" is about him
+    result = verdict(ctx, "The doctor added spironolactone.", "spironolactone", default_subject="other",
+                     default_relation="husband")
+    assert (result.subject, result.relation) == ("other", "husband")
+
+
+@pytest.mark.parametrize("sentence", [
+    'My uncle told me "I quit the lisinopril months ago".',
+    "My cousin texted \u201cI've been on lisinopril since June\u201d.",
+])
+def test_first_person_in_another_persons_quoted_words_is_them(ctx, sentence: str) -> None:
+    assert verdict(ctx, sentence, "lisinopril").subject == "other"
+
+
+def test_first_person_after_the_quote_closes_is_the_patient(ctx) -> None:
+    sentence = 'My uncle said "it works for me" and I started lisinopril too.'
+    assert verdict(ctx, sentence, "lisinopril").subject == "patient"
+
+
+@pytest.mark.parametrize("sentence,target,subject", [
+    ("My aunt's pressure was way up tho, 170 at the pharmacy.", "170", "other"),
+    ("My aunt was sick, though my own pressure was fine.", "pressure", "patient"),
+])
+def test_a_clause_final_though_is_an_adverb(ctx, sentence: str, target: str, subject: str) -> None:
+    assert verdict(ctx, sentence, target).subject == subject

@@ -21,7 +21,7 @@ from .. import context as ctx
 from ..clauses import Sentence
 
 ENGINES = ("own", "context", "context-assertion")
-DEFAULT_ENGINE = "own"  # what config/settings/base.py EXTRACTION_ASSERTION ships; used where Django is not set up
+DEFAULT_ENGINE = "context"  # what config/settings/base.py EXTRACTION_ASSERTION ships; used where Django is not set up
 
 
 def assertion_engine(name: str | None = None) -> str:
