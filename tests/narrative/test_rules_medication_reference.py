@@ -46,3 +46,15 @@ def test_it_in_the_answer_is_the_drug_the_coach_asked_about(extractor, answer: s
     found = meds(extractor, "Anything new?", "I take my levothyroxine every morning.", "And how is the sertraline going?", answer)
     halved = [m for m in found if m.attributes.get("dose_change") == "half"]
     assert halved and halved[0].attributes["drug"] == "sertraline"
+
+
+def test_it_a_few_turns_after_the_drug_was_named_is_still_that_drug(extractor) -> None:
+    found = meds(extractor, "Did the pharmacist answer your question about the sertraline?", "Not yet, she was out.",
+                 "Okay. What have you been doing in the meantime?", "Splitting it in half.")
+    halved = [m for m in found if m.attributes.get("dose_change") == "half"]
+    assert halved and halved[0].attributes["drug"] == "sertraline"
+
+
+def test_it_with_no_drug_in_the_conversation_stays_unresolved(extractor) -> None:
+    found = meds(extractor, "How was the trip?", "Long. The car broke down.", "Oh no. And then?", "Splitting it in half.")
+    assert all(not m.attributes.get("drug") for m in found)
