@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.contrib.auth.models import User
@@ -22,6 +23,70 @@ PASSWORD = "correct horse battery staple"
 
 # In CI (.ci/run sets REQUIRE_SERVICES=1) a missing service fails the test instead of skipping it.
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+
+
+def xdist_broker_url(url: str, worker: str) -> str:
+    """The Redis broker database of one pytest-xdist worker: gw0 keeps the configured one, gw1 the one
+    below it, and so on. Each worker's Celery workers consume only their own test database's tasks
+    (and `purge()` empties only its own queue), as pytest-django gives each worker its own database."""
+    if not (worker.startswith("gw") and url.startswith("redis://")):
+        return url
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(db - int(worker[2:])) % 16}"))  # Redis has 16 databases by default
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    url = os.environ.get("CELERY_BROKER_URL", "")
+    if worker and url:
+        # Celery reads CELERY_BROKER_URL from the environment before its settings, on every access; the
+        # worker processes the tests start inherit it. No connection exists yet at configure time.
+        os.environ["CELERY_BROKER_URL"] = xdist_broker_url(url, worker)
+
+
+# Tests that mostly wait on another process: the LLM server generating (minutes on one CPU), real
+# workers, a demo, browsers, the medplum server. Under pytest-xdist they start first, so their waiting
+# overlaps the CPU-bound rest instead of ending the run alone; the LLM tests, the longest chain, first of all.
+WAITING_MARKERS = ("llm", "services", "browser", "node")
+WAITING_FIXTURES = frozenset({"demo_process", "celery_worker_process", "medplum_server", "live_server"})
+
+
+def _database_kind(item: pytest.Item) -> int:
+    """pytest-django's order (Django's): database tests in a transaction (0), then transactional ones
+    (1), whose flush empties the tables data migrations filled, then the rest (2)."""
+    from django.test import TestCase, TransactionTestCase
+
+    cls = getattr(item, "cls", None)
+    if cls is not None and issubclass(cls, TransactionTestCase):
+        return 0 if issubclass(cls, TestCase) else 1
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    transactional = marker is not None and bool(
+        marker.kwargs.get("transaction", marker.args[0] if marker.args else False) or marker.kwargs.get("reset_sequences"))
+    if transactional or "transactional_db" in fixtures or "live_server" in fixtures:
+        return 1
+    return 0 if marker is not None or "db" in fixtures else 2
+
+
+def _waiting_rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("llm"):
+        return 0
+    if any(item.get_closest_marker(m) for m in WAITING_MARKERS) or WAITING_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the waiting tests first within each of pytest-django's groups, which it
+    sorted before this hook runs (it is tryfirst). A run in one process keeps pytest-django's order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    kinds = [_database_kind(item) for item in items]
+    if kinds != sorted(kinds):
+        return  # a test this module classifies unlike pytest-django: never move it across its groups
+    ranks = {id(item): _waiting_rank(item) for item in items}
+    items[:] = [item for _, item in sorted(zip(kinds, items), key=lambda pair: (pair[0], ranks[id(pair[1])]))]
 
 
 def need(condition: bool, reason: str) -> None:
