@@ -17,7 +17,9 @@ hearsay counted as hypothetical, historical); several can hold at once.
 from __future__ import annotations
 
 import re
+import sys
 import threading
+import types
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -372,9 +374,25 @@ def _as_mod(modifier: Any, norms: list[str], starts: list[int]) -> _Mod:
                 meta, starts[start])
 
 
+def _quickumls_placeholder() -> None:
+    """medspaCy's util module imports QuickUMLS for its UMLS matcher, which this app never adds; QuickUMLS imports nltk,
+    scipy and scikit-learn (seconds at every process start and ~100 MB). Unless QuickUMLS is already loaded, an empty
+    stand-in module is registered in its place: the 'medspacy_quickumls' pipe then does not exist, nothing else changes."""
+    if "quickumls" in sys.modules:
+        return
+    package = types.ModuleType("quickumls")
+    package.__path__ = []  # a package with no submodules on disk
+    component = types.ModuleType("quickumls.spacy_component")
+    component.__doc__ = "stand-in registered by reconcile: QuickUMLS is not loaded"
+    package.spacy_component = component  # type: ignore[attr-defined]
+    sys.modules["quickumls"] = package
+    sys.modules["quickumls.spacy_component"] = component
+
+
 def _build(rules: RuleSet) -> tuple[Any, Any, Any, Any]:
     """spaCy blank English + ConText with our rules; medspaCy's import is kept from changing global warning filters."""
     with warnings.catch_warnings():
+        _quickumls_placeholder()
         import spacy
         from spacy.matcher import Matcher
         from medspacy.context import ConText, ConTextRule
