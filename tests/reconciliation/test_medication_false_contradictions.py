@@ -102,3 +102,17 @@ def test_a_general_claim_about_an_undocumented_medicine_is_not_a_gap(engine, med
 def test_use_of_an_undocumented_medicine_is_still_a_gap(engine, meds, quote: str) -> None:
     finding = judge(engine, meds, quote, "ginseng")
     assert finding.kind == "gap"
+
+
+@pytest.mark.parametrize("quote", [
+    "I left my lithium at my sister's. Four days without it, then restarted it when I got home.",
+    "Ran out of the lithium over the holiday; I'm back on it since Tuesday.",
+])
+def test_an_active_order_restarted_after_a_stretch_without_it_contradicts(engine, meds, quote: str) -> None:
+    finding = judge(engine, meds, quote, "lithium", action="resumed")
+    assert (finding.kind, finding.rule) == ("contradiction", "med-interrupted")
+
+
+def test_a_restart_with_no_stretch_without_it_is_agreement(engine, meds) -> None:
+    finding = judge(engine, meds, "Back on my lithium routine after the move, same as always.", "lithium", action="resumed")
+    assert finding.kind == "agreement"

@@ -34,6 +34,7 @@ GENERAL_CLAIM = pattern("general_claim")
 COUNT_PER_PERIOD = pattern("count_per_period")
 REPLACED = pattern("replaced")
 HYPOTHETICAL_CHANGE = pattern("hypothetical_change")
+INTERRUPTION = pattern("interruption")
 _WITH_PHRASE = re.compile(r"\b(?:with|along with|together with|alongside|plus)\b.*$")
 _ORDER_TABLETS = re.compile(r"\b(half|one|two|three|four|1/2|\d+(?:\.\d+)?)\s*(?:a\s+)?(?:tablets?|tabs?|capsules?|caps?|pills?)\b",
                             re.IGNORECASE)
@@ -374,6 +375,19 @@ class MedicationRules:
                 parts.append(unit)
         return " ".join(parts)
 
+    def _med_resumed_after_gap(self, f: MedFacts) -> Verdict | None:
+        """An active order restarted after a stretch without it ("five days without it, restarted it Sunday"): the
+        record does not know of the interruption, which matters for drugs that must not be stopped abruptly."""
+        if f.action != "resumed" or not f.match.active or f.m.assertion != Assertion.AFFIRMED:
+            return None
+        if not INTERRUPTION.search(regex_text(f.ctx.around(f.m)) + " " + f.quote):
+            return None
+        classes = self._entry_classes(f.ctx, f.match.active)
+        sev, safe = self._class_sev(classes, "change", ("medium", False))
+        v = Verdict(CONTRA, Cat.MEDICATION, "med-interrupted", sev, safe,
+                    f"Record lists {_short(f.match.active[0])} as active; patient reports an interruption before restarting it.")
+        return v.cite(*f.match.active, *self._indications(f.ctx, classes)[:2])
+
     def _med_active_order(self, f: MedFacts) -> Verdict | None:
         """Taking what the record orders: agreement, unless the stated strength is not the ordered one."""
         if not f.match.active:
@@ -608,6 +622,7 @@ MEDICATION_ORDER = (
     MedicationRules._med_stopped,
     MedicationRules._med_dose_changed,
     MedicationRules._med_borrowed_beside_own_order,
+    MedicationRules._med_resumed_after_gap,
     MedicationRules._med_active_order,
     MedicationRules._med_past_mention,
     MedicationRules._med_not_in_active_record,
