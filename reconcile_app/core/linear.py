@@ -149,7 +149,14 @@ class LinearModel:
                    fields=fields, threshold=float(data.get("threshold", 0.5)), meta=dict(data.get("meta", {})))
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:12]
+        """A short hash of the stored model. Engines put it in their version, which is read per memory: serialising a
+        model of ~10^5 weights each time cost 0.3 s a call, so it is computed once per threshold (weights are never
+        changed after fitting; the threshold is set after it)."""
+        cached = self.__dict__.get("_fingerprint")
+        if cached is None or cached[0] != self.threshold:
+            cached = (self.threshold, hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:12])
+            self.__dict__["_fingerprint"] = cached
+        return cached[1]
 
 
 def _sigmoid(x: float) -> float:
