@@ -57,3 +57,13 @@ def test_json_round_trip_gives_the_same_scores_and_fingerprint() -> None:
 def test_a_foreign_json_is_refused() -> None:
     with pytest.raises(ValueError):
         LinearModel.from_json('{"format": "something-else"}')
+
+
+def test_the_fingerprint_is_computed_once_and_follows_the_threshold(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    model = LinearModel("m", "1", ["no", "yes"], {"yes": {"f:x": 1.0}}, {"yes": 0.0}, threshold=0.5)
+    first = model.fingerprint()
+    monkeypatch.setattr(LinearModel, "to_json", lambda self: pytest.fail("serialised again"))
+    assert model.fingerprint() == first  # read per memory by the engines' version: never serialised twice
+    monkeypatch.undo()
+    model.threshold = 0.9
+    assert model.fingerprint() != first
