@@ -325,6 +325,9 @@ def judged(corpus: Corpus, scores: Sequence[float], threshold: float) -> list[bo
     return [c.emits and s >= threshold for c, s in zip(corpus.cases, scores)]
 
 
+JUDGE_OFF = 1.01  # a judge threshold no score reaches: the turn filter is off (Judge.filters)
+
+
 def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) -> tuple[float, dict[str, float]]:
     """The lowest threshold whose false discrepancies per plain session stay within the budget (best detection)."""
     best = (1.0, simulate(corpus, [False] * len(corpus.cases)))
@@ -456,6 +459,11 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
     oof = judge_out_of_fold(corpus.cases, folds, fold_map, C_judge)
     threshold, rates = choose_threshold(corpus, oof, max_false)
     rules_only = simulate(corpus, [c.rule_flag for c in corpus.cases])
+    # The judge filters turns only where it beats the rules out of fold: the rules already within the false-discrepancy
+    # budget and detecting at least as much means the filter would only cost detection (threshold above 1: off).
+    filters = rules_only["false_per_plain"] > max_false or rates["detection"] > rules_only["detection"]
+    if not filters:
+        threshold = JUDGE_OFF
     progress("final fits")
     detector = fit_detector(turns, C=C_detector)
     detector.threshold = fallback_threshold
@@ -467,6 +475,7 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
         "patients": len(patients), "turns": len(turns), "turn_positives": sum(s.label for s in turns),
         "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions, "plain_sessions": corpus.plain_sessions,
         "folds": folds, "max_false_per_plain": max_false, "fallback_threshold": fallback_threshold, "judge_threshold": threshold,
+        "judge_filters_turns": filters,
         "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": rates,
                         "detector_sessions_at_fallback": session_rates(turns, detector_oof, fallback_threshold),
                         "outcomes": outcome_report},

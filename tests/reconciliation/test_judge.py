@@ -84,3 +84,15 @@ def test_outcome_models_set_kind_and_the_safety_flag_with_a_note() -> None:
     [out] = judge.apply([_memory()], [FindingDraft(kind="gap", severity="medium", rule="med-undocumented")], RECORD)
     assert out.kind == "contradiction" and out.safety_critical
     assert any("learned" in note for note in out.gate_notes)
+
+
+def test_a_judge_trained_off_keeps_every_rules_verdict_and_only_characterises_discrepancies() -> None:
+    safety = LinearModel("s", "1", ["False", "True"], {"True": {"f:any_discrepancy": 5.0}}, {"True": 0.0}, threshold=0.8)
+    judge = _judge(-5.0, threshold=1.01)  # the score says quiet, but the filter is off
+    judge.outcomes = {"safety": safety}
+    agreement = FindingDraft(kind="agreement", rule="med-active-agrees")
+    gap = FindingDraft(kind="gap", severity="medium", rule="med-undocumented")
+    out = judge.apply([_memory(), _memory()], [agreement, gap], RECORD)
+    assert not judge.filters
+    assert [(d.kind, d.rule) for d in out] == [("agreement", "med-active-agrees"), ("gap", "med-undocumented")]
+    assert out[1].safety_critical and not out[0].safety_critical

@@ -150,8 +150,19 @@ class Judge:
             self.decide_turn(mems, outs, record, p, why, dense)
         return drafts
 
+    @property
+    def filters(self) -> bool:
+        """False when training found the rules' own verdicts better out of fold than the judge's choice (threshold
+        above 1): the turn filter is off and only the outcome models that won characterise the rules' discrepancies."""
+        return self.threshold <= 1.0
+
     def decide_turn(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord,
                     p: float, why: list[str], dense: dict[str, float] | None = None) -> None:
+        if not self.filters:
+            for d in drafts:
+                if d.kind in DISCREPANCY_KINDS:
+                    self.characterise(d, dense or {}, raised=False)
+            return
         note = f"judge {p:.2f} ({', '.join(why)})"[:200]
         chosen = pick(memories, drafts) if p >= self.threshold else None
         for i, (m, d) in enumerate(zip(memories, drafts)):

@@ -44,7 +44,7 @@ from .verdict import (
 
 class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRules, ObservationRules, ProcedureRules, ImmunizationRules, CarePlanRules, LifestyleRules, Reconciler):
     name = "rules"
-    base_version = "2.0.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
+    base_version = "2.1.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
 
 
     @property
