@@ -30,6 +30,14 @@ def regex_text(text: str) -> str:
     return " ".join((text or "").lower().replace("\u2019", "'").split())
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences at a full stop, question or exclamation mark followed by space (chat rarely capitalises the next)."""
+    return _SENTENCE_END.split(text)
+
+
 def has_phrase(normed: str, term: str) -> bool:
     return f" {term} " in normed if term else False
 

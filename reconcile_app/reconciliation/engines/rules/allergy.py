@@ -1,11 +1,9 @@
 """Allergy memories: a new reaction, a listed allergen taken again, an allergy tolerated since."""
 from __future__ import annotations
 
-import re
-
 from reconcile_app.fhir.clinical import State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
-from reconcile_app.reconciliation.knowledge import Knowledge, regex_text
+from reconcile_app.reconciliation.knowledge import Knowledge, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import DrugMention, allergens_in_text, drugs_in_text
 from reconcile_app.reconciliation.types import Severity
 
@@ -91,7 +89,7 @@ class AllergyRules:
     def _reaction_to_listed_allergen(self, v: Verdict, m: MemoryDraft, ctx: Context) -> None:
         """A reaction after taking something the allergy list already names contradicts the record: it is still being given."""
         # what was taken ("Lisinopril I think? ... I took one Sunday"), not an allergy only recalled ("except the aspirin")
-        sentences = re.split(r"(?<=[.!?])\s+", ctx.around(m))
+        sentences = split_sentences(ctx.around(m))
         if not any(EXPOSURE.search(regex_text(s)) for s in sentences):
             return
         around = " ".join(s for s in sentences if EXPOSURE.search(regex_text(s)) or not ALLERGY_RECALLED.search(regex_text(s)))

@@ -9,7 +9,7 @@ from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.narrative.engines.cues import cue_pattern
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
-from reconcile_app.reconciliation.knowledge import Knowledge, RedFlag, norm, regex_text
+from reconcile_app.reconciliation.knowledge import Knowledge, RedFlag, norm, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import (
     CondEntry, allergens_in_text, concepts_in_text, content_words, drugs_in_text, procedures_in_text, sites_in_text, stage_of,
 )
@@ -426,7 +426,7 @@ def _after_quote(m: MemoryDraft, ctx: Context, sentences: int = 2) -> str:
         at = text.find(m.quote) if m.quote else -1
         if at >= 0:
             rest = text[at + len(m.quote):]
-            return " ".join(re.split(r"(?<=[.!?])\s+", rest.strip())[:sentences])
+            return " ".join(split_sentences(rest.strip())[:sentences])
     return ""
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.gate import ERROR_RULE_PREFIX
-from reconcile_app.reconciliation.knowledge import Drug, Knowledge, norm, regex_text
+from reconcile_app.reconciliation.knowledge import Drug, Knowledge, norm, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import DrugMention, MedMatch, drugs_in_text, terminology_drugs
 from reconcile_app.reconciliation.types import Severity
 
@@ -22,7 +22,6 @@ from .verdict import (
     _severity_max, _short,
 )
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # data/cues/medication.json: stopping idioms, an as-needed medicine not needed, a stated amount as a change
 STOP_IDIOM = pattern("stop_idiom")
 NOT_NEEDED = pattern("not_needed")
@@ -136,7 +135,7 @@ class MedicationRules:
             if not STOP.search(quote) and STOP.search(rest) and STOP_REFERRING.search(rest):
                 # the stop must not be about another drug named in the same sentence
                 names = {d.name for d in drugs_in_text(m.quote, self.kb, fuzzy=False).drugs}
-                for sentence in re.split(r"(?<=[.!?])\s+", rest):
+                for sentence in split_sentences(rest):
                     if STOP_REFERRING.search(sentence):
                         other = {d.name for d in drugs_in_text(sentence, self.kb, fuzzy=False).drugs}
                         if not other or other & names:

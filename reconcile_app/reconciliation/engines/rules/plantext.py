@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from reconcile_app.fhir.clinical import ClinicalEntry, State
-from reconcile_app.reconciliation.knowledge import DATA_DIR, norm, regex_text
+from reconcile_app.reconciliation.knowledge import DATA_DIR, norm, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import RecordIndex, careplan_activities
 
 
@@ -350,7 +350,7 @@ def disuse_in(text: str, reading: Reading, names_device) -> bool:
     """The text says the device is not being used: a sentence that stores it away, lets it expire or does not wear
     it, naming the device or a pronoun for it ("it's been in the closet since May"); or a sentence that leaves the
     object out ("I just go without", "not one night") in a text that names the device."""
-    sentences = [x for x in re.split(r"(?<=[.!?])\s+", regex_text(text)) if x]
+    sentences = [x for x in split_sentences(regex_text(text)) if x]
     if any(p.search(x) for x in sentences for p in reading.resumed):
         return False
     named_anywhere = any(names_device(x) for x in sentences)

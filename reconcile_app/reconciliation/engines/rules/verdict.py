@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from reconcile_app.fhir.clinical import ClinicalEntry
 from reconcile_app.narrative.types import MemoryDraft
-from reconcile_app.reconciliation.knowledge import Knowledge, norm, regex_text
+from reconcile_app.reconciliation.knowledge import Knowledge, norm, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import RecordIndex
 from reconcile_app.reconciliation.types import Citation, FindingCategory, FindingKind, SEVERITY_RANK, Severity
 
@@ -139,7 +139,7 @@ def _sentences(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    parts = re.split(r"(?<=[.!?])\s+", text)
+    parts = split_sentences(text)
     kept = parts[0]
     for part in parts[1:]:
         if len(kept) + 1 + len(part) > limit:
