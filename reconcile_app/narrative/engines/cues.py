@@ -1,21 +1,19 @@
 """Cue words and patterns of the rules extractor, loaded from reviewed data (narrative/data/cues/*.json), each with its source."""
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from reconcile_app.core.cues import cues_load
 
 CUES_DIR = Path(__file__).resolve().parent.parent / "data" / "cues"
 
 
 @lru_cache(maxsize=1)
 def _cues() -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for path in sorted(CUES_DIR.glob("*.json")):
-        out.update(json.loads(path.read_text(encoding="utf-8"))["cues"])
-    return out
+    return cues_load(sorted(CUES_DIR.glob("*.json")))
 
 
 def cue_pattern(cue_id: str) -> re.Pattern[str]:

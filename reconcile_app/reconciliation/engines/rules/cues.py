@@ -1,24 +1,18 @@
 """Cue words and patterns of the reconciler, loaded from reviewed data (reconciliation/data/cues.json), each with its source."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from reconcile_app.core.cues import cues_load
 
 CUES_PATH = Path(__file__).resolve().parents[2] / "data" / "cues.json"
 
 
 def _load_cues() -> dict[str, dict[str, Any]]:
     """cues.json, then data/cues/*.json (one file per family of phenomena); a cue id is defined once."""
-    out: dict[str, dict[str, Any]] = dict(json.loads(CUES_PATH.read_text(encoding="utf-8"))["cues"])
-    for path in sorted((CUES_PATH.parent / "cues").glob("*.json")):
-        for cue_id, cue in json.loads(path.read_text(encoding="utf-8"))["cues"].items():
-            if cue_id in out:
-                raise ValueError(f"{path.name}: cue {cue_id!r} is already defined")
-            out[cue_id] = cue
-    return out
+    return cues_load([CUES_PATH, *sorted((CUES_PATH.parent / "cues").glob("*.json"))])
 
 
 _CUES: dict[str, dict[str, Any]] = _load_cues()
