@@ -137,6 +137,60 @@ AUTHORS = {
     "gus": 6, "hal": 6, "ivy": 6, "jon": 6, "kit": 6,
 }
 
+# Round 3 (validation split "val"): new clinical pictures and four new authors, dealt with their own seed so
+# rounds 1-2 stay byte-identical; every patient gets the full 8 phenomena (rounds 1-2 sometimes dealt fewer when
+# the cycle ran short of a category).
+CLINICAL_ROUND3 = [
+ ("cardiology", "62", "m", "atrial fibrillation on amiodarone and warfarin, hypothyroidism from amiodarone on levothyroxine, hypertension, prior pacemaker"),
+ ("vascular", "67", "m", "peripheral artery disease with calf claudication on cilostazol and aspirin, type 2 diabetes on metformin, current smoker, foot care and walking programme in the plan"),
+ ("hematology", "26", "f", "sickle cell disease on hydroxyurea and folic acid, chronic pain with oxycodone as needed, hydration advice in the plan, on a progestin-only contraceptive"),
+ ("addiction", "42", "m", "opioid use disorder on methadone from a clinic, chronic hepatitis C untreated, QTc watched on ECGs, chronic low back pain, depression"),
+ ("oncology", "59", "f", "EGFR lung cancer on osimertinib, brain metastases treated with radiation, seizure on levetiracetam, dexamethasone taper, DVT on apixaban"),
+ ("bariatric", "45", "f", "Roux-en-Y gastric bypass 3 years ago, vitamin B12 injections, vitamin D and calcium, avoid NSAIDs in the plan, depression on bupropion, prior type 2 diabetes now resolved"),
+ ("neurology", "53", "f", "myasthenia gravis on pyridostigmine and azathioprine, thymectomy in the past, hypertension; plan lists drugs that can worsen weakness"),
+ ("dermatology/rheumatology", "48", "m", "psoriasis with psoriatic arthritis on weekly methotrexate and ustekinumab injections, fatty liver, alcohol limited in the plan, hypertension"),
+ ("GI/liver", "64", "m", "cirrhosis from fatty liver disease with past hepatic encephalopathy on rifaximin and lactulose, ascites on spironolactone, diabetes on insulin, low-salt diet"),
+ ("nephrology", "37", "m", "nephrotic syndrome (membranous nephropathy) on tacrolimus and furosemide, high cholesterol on atorvastatin, blood clot prevention on apixaban, salt and fluid limits"),
+ ("pediatrics", "11", "f", "epilepsy on valproate and asthma with a spacer for her inhaled steroid; her mother types most replies, the girl sometimes types herself"),
+ ("ophthalmology/lung", "76", "f", "glaucoma on timolol eye drops and latanoprost, COPD on an inhaler, atrial fibrillation on apixaban, macular degeneration with injections"),
+]
+
+ROUND3_AUTHORS = {"lea": 3, "max": 3, "noa": 3, "oli": 3}
+
+
+def write_round3(out: Path) -> None:
+    rng = random.Random(20261202)
+    clinical = CLINICAL_ROUND3[:]
+    rng.shuffle(clinical)
+    voices = VOICES[:]
+    rng.shuffle(voices)
+    idx = 0
+    for author, n in ROUND3_AUTHORS.items():
+        lines = [f"# Briefs for author '{author}'\n"]
+        for k in range(n):
+            spec, age, sex, picture = clinical[idx]
+            voice = voices[idx % len(voices)]
+            pid = f"{author}{k+1:02d}"
+            idx += 1
+            meds = rng.sample([p for p in PHENOMENA if p[0] == "medication"], 4)
+            conds = rng.sample([p for p in PHENOMENA if p[0] == "condition"], 2)
+            others = rng.sample([p for p in PHENOMENA if p[0] not in ("medication", "condition")], 2)
+            traps = rng.sample(TRAPS, 5)
+            lines.append(f"## Patient {pid}\n")
+            lines.append(f"- Specialty: {spec}. Age {age}, sex {sex}.")
+            lines.append(f"- Clinical picture (the record must hold it): {picture}.")
+            lines.append(f"- Voice: {voice}.")
+            lines.append("- The 8 scenarios (pick drugs/conditions that fit this record; vary the wording; about 1 in 3 safety-critical where it is clinically honest):")
+            for cat, text in meds + conds + others:
+                lines.append(f"  - [{cat}] {text}")
+            lines.append("- The 5 traps:")
+            for t in traps:
+                lines.append(f"  - {t}")
+            lines.append("")
+        (out / f"{author}.md").write_text("\n".join(lines))
+    print("round 3 briefs:", idx, "of", len(CLINICAL_ROUND3))
+
+
 def main():
     rng = random.Random(20261201)
     clinical = CLINICAL[:]
@@ -176,5 +230,6 @@ def main():
             lines.append("")
         (out / f"{author}.md").write_text("\n".join(lines))
     print("clinical briefs used:", idx, "of", len(CLINICAL))
+    write_round3(out)
 
 main()
