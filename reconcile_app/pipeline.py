@@ -176,6 +176,7 @@ def session_next(*, patient_id: int) -> Session | None:
     """The oldest session not finished; a FAILED one is returned too, because it blocks the rest."""
     return (
         Session.objects.filter(patient_id=patient_id, pipeline_status__in=(*ACTIVE, Session.Pipeline.FAILED))
+        .select_related("patient")  # session_process reads the patient's snapshot
         .order_by("started_at", "id")
         .first()
     )

@@ -253,16 +253,20 @@ def session_chain_recheck(*, session: Session) -> int:
     it), so an item whose discrepancy the patient no longer states resolves on its own, while one the
     newer statement repeats keeps it as its live quote. Returns how many findings were re-checked."""
     newer = list(Memory.objects.filter(session=session, supersedes__isnull=False, supersedes__status=Memory.Status.OUTDATED)
-                 .select_related("supersedes"))
+                 .values_list("pk", "supersedes_id"))
     if not newer:
         return 0
+    # The current findings of both ends of every link, read once (not twice per link). Their statuses are followed
+    # in memory as they are superseded, so each link sees what one query per link would have seen at its turn.
+    pool = list(Finding.objects.filter(memory_id__in={pk for link in newer for pk in link}, status=Finding.Status.CURRENT)
+                .defer("citations", "explanation", "justification", "gate_notes").order_by("id"))
     count = 0
     with transaction.atomic():
-        for memory in newer:
-            replacement = Finding.objects.filter(memory=memory, status=Finding.Status.CURRENT).order_by("-id").first()
-            olds = list(Finding.objects.filter(memory_id=memory.supersedes_id, status=Finding.Status.CURRENT))
+        for memory_id, superseded_id in newer:
+            replacement = next((f for f in reversed(pool) if f.memory_id == memory_id and f.status == Finding.Status.CURRENT), None)
+            olds = [f for f in pool if f.memory_id == superseded_id and f.status == Finding.Status.CURRENT]
             for old in olds:
-                reason = f"a later state: memory #{memory.pk} (session #{session.pk})"
+                reason = f"a later state: memory #{memory_id} (session #{session.pk})"
                 if replacement is not None:
                     finding_supersede(finding=old, by=replacement, code="later_statement", reason=reason)
                 else:

@@ -78,7 +78,8 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None) -> Extract
         run = ExtractionRun.objects.select_for_update().get(pk=run.pk)
         if run.status == ExtractionRun.Status.DONE:  # a duplicate delivery finished first
             return run
-        run.memories.all().delete()
+        # No delete of earlier rows first: a run's memories are written only in the transaction that marks it done,
+        # so a run that is not done has none.
         turns = {t.external_id: t for t in Turn.objects.filter(session=session)}
         created = memory_drafts_store(run=run, session=session, drafts=drafts, turns=turns)
         run.status = ExtractionRun.Status.DONE
@@ -140,6 +141,7 @@ def memory_drafts_store(*, run: ExtractionRun, session: Session, drafts: list[Me
     # the states before it (seq__lt), exactly as when they were inserted one at a time.
     Memory.objects.bulk_create(created)
     states = _chain_states(session=session, keys={m.chain_key for m, chain in zip(created, chained) if chain})
+    supersessions: list[tuple[Memory, list[Memory]]] = []
     for memory, chain in zip(created, chained):
         if chain:
             # Truth maintenance: earlier states stay, marked outdated, linked from the new one.
@@ -150,11 +152,31 @@ def memory_drafts_store(*, run: ExtractionRun, session: Session, drafts: list[Me
             )
             if earlier:
                 memory.supersedes = earlier[0]
-                memory.save(update_fields=["supersedes"])
-                for state in earlier:
-                    memory_transition(memory=state, transition=Transition.SUPERSEDE, reason=f"a later state: memory #{memory.pk}",
-                                      related=memory, refresh=False)  # its status is all that changed, and is set
+                supersessions.append((memory, earlier))
+                for state in earlier:  # followed in memory, so a later draft of the chain sees it outdated
+                    state.status = transition_target(Transition.SUPERSEDE, state.status)
+    _supersessions_store(supersessions)
     return created
+
+
+def _supersessions_store(supersessions: list[tuple[Memory, list[Memory]]]) -> None:
+    """The session's supersessions written at once (three statements, not three per state): the links, then the
+    outdated states, each from CURRENT as memory_transition would (a state changed meanwhile refuses the whole
+    step, which the caller's transaction rolls back), then their events in the order they happened."""
+    if not supersessions:
+        return
+    Memory.objects.bulk_update([memory for memory, _ in supersessions], ["supersedes"])
+    outdated = [state.pk for _, earlier in supersessions for state in earlier]
+    updated = Memory.objects.filter(pk__in=outdated, status=Memory.Status.CURRENT).update(
+        status=transition_target(Transition.SUPERSEDE, Memory.Status.CURRENT))
+    if updated != len(outdated):
+        raise TransitionNotAllowed(f"{len(outdated) - updated} earlier state(s) changed meanwhile; nothing was changed")
+    MemoryEvent.objects.bulk_create([
+        MemoryEvent(memory=state, actor=None, actor_label=SYSTEM, action=Transition.SUPERSEDE.value,
+                    from_status=Memory.Status.CURRENT, to_status=state.status, reason=f"a later state: memory #{memory.pk}"[:300],
+                    related=memory)
+        for memory, earlier in supersessions for state in earlier
+    ])
 
 
 def _chain_states(*, session: Session, keys: set[str]) -> dict[str, list[Memory]]:

@@ -64,7 +64,7 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> Rec
                .get(pk=run.pk))
         if run.status == ReconciliationRun.Status.DONE:
             return run
-        run.findings.all().delete()
+        # A pipeline run's findings are written only in the transaction that marks it done: one not done has none.
         Finding.objects.bulk_create([finding_build(run=run, memory=memory, draft=citation_gate(draft, record))
                                      for memory, draft in zip(memories, drafts)])
         run.status = ReconciliationRun.Status.DONE
