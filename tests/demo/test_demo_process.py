@@ -59,7 +59,7 @@ def test_stopping_the_demo_stops_its_worker_and_beat(demo_process: Demo) -> None
     assert process_group_members(worker) == []
 
 
-def test_a_busy_address_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
+def test_a_busy_address_is_refused_before_migrating_or_starting_a_worker(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -71,3 +71,4 @@ def test_a_busy_address_is_refused_before_any_worker_starts(tmp_path: Path) -> N
     assert result.returncode != 0
     assert f"Cannot listen on 127.0.0.1:{port}" in result.stderr
     assert not list((tmp_path / "var").glob("celerybeat-schedule*"))  # no worker was started
+    assert not (tmp_path / "var" / "reconcile.sqlite3").exists()  # refused before migrating anything

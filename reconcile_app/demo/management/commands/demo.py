@@ -33,13 +33,16 @@ class Command(BaseCommand):
         var = Path(settings.VAR_DIR)
         for sub in ("broker/queue", "broker/processed", "broker/control"):
             (var / sub).mkdir(parents=True, exist_ok=True)
+        if not options["seed_only"]:
+            # First of all: a busy port is the user's to fix, said at once rather than after migrating,
+            # and before the worker starts (runserver's own bind failure exits hard).
+            _address_free(options["addr"])
         call_command("migrate", interactive=False, verbosity=0)
         base_url = f"http://{options['addr']}"
         if options["seed_only"]:
             seed = demo_seed(base_url=base_url)
             self.stdout.write(self.style.SUCCESS(f"demo seeded: {seed.patients} sandbox patients, {seed.uploads} transcripts queued"))
             return
-        _address_free(options["addr"])  # before the worker starts: runserver's own bind failure exits hard
         node = f"demo-{os.getpid()}@{socket.gethostname()}"
         # Ctrl-C and `kill <pid>` (SIGTERM) both stop the server, then the worker. Set explicitly (and before
         # anything is announced): a shell starts background jobs with SIGINT ignored, and the watchdog
