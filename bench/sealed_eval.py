@@ -2,11 +2,16 @@
 
     python bench/sealed_eval.py                       # once per engine minor version; appends to SCORES.jsonl
     python bench/sealed_eval.py --force "why again"   # a second score of the same minor version, with the reason kept
+    python bench/sealed_eval.py --validation          # the validation split (corpus/val): aggregates only, any number of times
 
 The sealed patients live in corpus/sealed/sealed.tar.gz and are never opened by whoever changes the engines:
 this script unpacks them into a private temporary folder, runs `manage.py replay` and `manage.py evaluate
 --json` there with their output swallowed (it could quote the transcripts), prints only the aggregate
 numbers, logs them with the engine versions in corpus/sealed/SCORES.jsonl, and deletes the folder.
+
+The validation split (corpus/val/val.tar.gz, authors who wrote after the engines' last change) is handled the
+same way but may be scored as often as needed: it is the yardstick for choosing between engine changes without
+reading the text, so that the sealed split's one score per version stays a test.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SEALED = ROOT / "corpus" / "sealed"
 ARCHIVE = SEALED / "sealed.tar.gz"
 LOG = SEALED / "SCORES.jsonl"
+VALIDATION = ROOT / "corpus" / "val"
 KEYS = (
     "scenarios", "detection_rate", "resource_informed_detection", "safety_scenarios", "safety_recall", "safety_recall_strict",
     "severity_within_one", "severity_exact", "kind_accuracy", "resource_recall", "resource_precision", "plain_sessions",
@@ -95,12 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=["rules", "llm", "hybrid"], default=None)
     parser.add_argument("--archive", type=Path, default=ARCHIVE, help="another sealed archive (tests)")
     parser.add_argument("--log", type=Path, default=LOG, help="where scores are logged")
+    parser.add_argument("--validation", action="store_true",
+                        help="score the validation split (corpus/val) instead: aggregates only, no once-per-version limit")
     args = parser.parse_args(argv)
+    if args.validation:
+        args.archive, args.log = VALIDATION / "val.tar.gz", VALIDATION / "SCORES.jsonl"
     if not args.archive.exists():
         print(f"no sealed archive at {args.archive}", file=sys.stderr)
         return 2
     versions = engine_versions()
-    earlier = already_scored(versions, args.log)
+    earlier = None if args.validation else already_scored(versions, args.log)
     if earlier and not args.force:
         print(f"already scored at {minor(versions['extractor'])} + {minor(versions['reconciler'])} on {earlier['at']}; "
               "bump the engine minor version, or pass --force \"reason\"", file=sys.stderr)
@@ -118,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     with args.log.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
-    print(f"sealed split: {versions['extractor']} + {versions['reconciler']} ({row['engine_setting']}), replay {elapsed:.0f}s")
+    print(f"{'validation' if args.validation else 'sealed'} split: {versions['extractor']} + {versions['reconciler']} ({row['engine_setting']}), replay {elapsed:.0f}s")
     for k in KEYS:
         v = row["scores"].get(k)
         if v is not None:
