@@ -3,10 +3,12 @@ curated knowledge tables, one module of small named rules per category.
 
 Decision order for one memory (`RulesReconciler._judge`):
   1. subject: another person's fact is no clinical relevance (unless the quote speaks of the patient alone);
-  2. assertion: hypothetical or uncertain statements are not reconciled;
+  2. assertion: hypothetical or uncertain statements are not reconciled, except a committed plan of a live vaccine the
+     record contraindicates (immunization.py);
   3. pregnancy said in the quote (condition.py), before any category;
   4. drinking said with an alcohol use disorder in remission in the record (lifestyle.py), whatever the category;
      a red flag filed as chatter, when acute or made dangerous by the record (condition.py);
+     (a red flag beside an unremarkable measurement is read the same way, after the measurement's rules);
   5. the category's own rules: medication.py, allergy.py, condition.py (also symptoms), observation.py, procedure.py,
      immunization.py, careplan.py (care activities), lifestyle.py;
   6. smoking and alcohol status (lifestyle.py) when the category found nothing;
@@ -130,6 +132,12 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         category = m.category
         if m.subject != Subject.PATIENT and not _only_the_patient_in(m.quote):
             return Verdict(NCR, _record_category(category), "subject-other", explanation="About another person, not the patient.")
+        if m.assertion == Assertion.HYPOTHETICAL:
+            # a committed plan to do what the record forbids (a live vaccine on immunosuppression) is actionable now;
+            # a conditional ("if the rash spreads I would ...") stays a hypothetical
+            planned = self._planned_live_vaccine(m, ctx)
+            if planned is not None:
+                return planned
         if m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):
             return Verdict(NCR, _record_category(category), f"assertion-{m.assertion}", explanation="Hypothetical or uncertain; nothing to reconcile.")
         text = _text(m)
@@ -159,6 +167,13 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         if handler is None:
             return Verdict(NCR, Cat.CAREPLAN, "non-clinical", explanation="Goal or preference; no clinical content to reconcile.")
         verdict = handler(m, ctx)
+        if category == "measurement" and verdict.kind not in (CONTRA, GAP) and m.assertion == Assertion.AFFIRMED:
+            # a number said beside a warning sign ("can't keep anything down, lost 6 pounds" in pregnancy): the reading
+            # is unremarkable, the sign is not
+            flag = self._red_flag_verdict(m, ctx, regex_text(m.quote), reread=True)
+            if flag is not None:
+                flag.rule = f"{flag.rule}+reread"
+                return flag
         if verdict.kind == NCR and category not in ("lifestyle",):
             smoking = self._smoking(m, ctx, text)
             if smoking is not None:

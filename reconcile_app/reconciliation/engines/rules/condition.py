@@ -36,10 +36,21 @@ DENIED_HAVING = cue_pattern_of("denied_having")
 ELAPSED_SINCE = cue_pattern_of("elapsed_since")
 IMPROVED = cue_pattern_of("improved")
 HABITUAL_GET = cue_pattern_of("habitual_get")
+# data/cues/cond_resolution.json: a condition said to be over in informal grammar, and who a later pronoun points to
+RESOLVED_INFORMAL = cue_pattern_of("resolved_informal")
+PEOPLE_REFERENT = cue_pattern_of("people_referent")
+PERSON_STOP_COMPLEMENT = cue_pattern_of("person_stop_complement")
 # the same frame a couple of words back ("I get so out of breath": the frame governs "breath" two words on)
 _HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
 CHANGE_WORDS = cue_pattern_of("change_words")
 _SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|me|we|we're|our|he|he's|she|she's|they|they're)\b")
+# a third-person subject named by a kin or social noun ("grandma's been seeing ...", "my dad keeps falling"): it governs
+# the verb after it the way "he" or "she" does (English word order: subject before verb; ConText's experiencer cues)
+_KIN_SUBJECT = re.compile(
+    r"\b(?:grandma|grandpa|granny|nana|papa|mom|mum|mother|dad|father|husband|wife|son|daughter|sister|brother|aunt|uncle|"
+    r"cousin|friend|neighbou?r|partner|boyfriend|girlfriend|roommate|coworker|grandson|granddaughter|kid|baby)"
+    r"(?='s\b|\s+(?:(?:always|still|just|also|really|often)\s+)?(?:is|was|has|had|keeps|kept|gets|got|says|said|been)\b"
+    r"|\s+(?:(?:always|still|just|also|really|often)\s+)?$)")
 # a possessive of another person right before a clinician word: "her doctor", "his cardiologist", "my daughter's pediatrician"
 _OTHERS_CLINICIAN = re.compile(r"\b(?:her|his|their|(?:my\W+)?(?:son|daughter|husband|wife|mom|mother|dad|father|sister|brother|kid|baby|partner|friend|neighbou?r)'?s|\w+'s)\W+(?:own\W+|new\W+|regular\W+)?$")
 _OTHER_PRONOUNS = {"he", "he's", "she", "she's", "they", "they're"}
@@ -217,7 +228,8 @@ class ConditionRules:
         concepts -= {"pregnancy"}
         matches = ctx.idx.match_condition(concepts, content_words(name) if name else set())
         return CondFacts(m, ctx, name, status, quote, concepts, stage_of(name or m.content) or stage_of(m.quote), matches,
-                         resolved_claim=status == "resolved" or bool(RESOLVED.search(quote)) or _resolved_after(m, ctx),
+                         resolved_claim=status == "resolved" or bool(RESOLVED.search(quote) or RESOLVED_INFORMAL.search(quote))
+                         or _resolved_after(m, ctx),
                          diagnosed=status in ("diagnosed", "new") or bool(DIAGNOSED.search(quote)) or _named_by_clinician(m, ctx))
 
     # ---- the rules, in CONDITION_ORDER ------------------------------------------------------------------------
@@ -432,15 +444,37 @@ def _after_quote(m: MemoryDraft, ctx: Context, sentences: int = 2) -> str:
 
 def _resolved_after(m: MemoryDraft, ctx: Context) -> bool:
     """"It says I have migraines. I don't get those no more.": the next sentence says the named thing is over ("they
-    stopped", not "the surgeon stopped my aspirin": a stop with an object is someone stopping a thing)."""
-    text = regex_text(m.quote + " " + _after_quote(m, ctx))
+    stopped", not "the surgeon stopped my aspirin": a stop with an object is someone stopping a thing), and its
+    pronoun points to the thing, not to people named on the way ("the doctors ... they stopped by")."""
+    after = _after_quote(m, ctx)
+    text = regex_text(m.quote + " " + after)
+    if RESOLVED_INFORMAL.search(regex_text(after)):
+        return True
     for hit in RESOLVED_AFTER.finditer(text):
         said = hit.group(0)
         at = max(said.rfind("stopped"), said.rfind("quit"))
-        if at >= 0 and TRANSITIVE_STOP.match(text, hit.start() + at):
+        if at >= 0 and (_stop_of_people(text, hit.start() + at) or TRANSITIVE_STOP.match(text, hit.start() + at)):
+            continue
+        if _pronoun_points_to_people(text, hit):
             continue
         return True
     return False
+
+
+def _stop_of_people(text: str, at: int) -> bool:
+    """"they stopped by", "they stopped calling": the stop's complement is one only people take."""
+    word = re.match(r"\w+", text[at:])
+    return bool(word and PERSON_STOP_COMPLEMENT.match(text, at + word.end()))
+
+
+def _pronoun_points_to_people(text: str, hit: re.Match[str]) -> bool:
+    """A 'they'/'them' cue whose nearest candidate antecedent is people or a care setting named since the last
+    condition-like word ("the headaches are in my chart, but the nurses ... they stopped"), not the condition."""
+    if not re.match(r"(?:they|them)\b", hit.group(0)):
+        return False
+    before = text[max(0, hit.start() - 100):hit.start()]
+    people = list(PEOPLE_REFERENT.finditer(before))
+    return bool(people) and not DIAGNOSIS_WORD.search(before[people[-1].end():])
 
 
 def _dated_past(text: str, when: datetime) -> bool:
@@ -527,7 +561,8 @@ def _someone_else_has(flag: RedFlag, text: str) -> bool:
         before = text[max(0, hit.start() - 120):hit.start()]
         breaks = list(_CLAUSE_BREAK.finditer(before))
         clause = before[breaks[-1].end():] if breaks else before
-        subjects = _SUBJECT_PRONOUN.findall(clause)
-        if not subjects or subjects[-1] not in _OTHER_PRONOUNS:
+        subjects = [(h.start(), h.group(0)) for h in _SUBJECT_PRONOUN.finditer(clause)]
+        subjects += [(h.start(), "she") for h in _KIN_SUBJECT.finditer(clause)]
+        if not subjects or max(subjects)[1] not in _OTHER_PRONOUNS:
             return False
     return True

@@ -13,7 +13,19 @@ from reconcile_app.reconciliation.matching import procedures_in_text, vaccines_i
 from reconcile_app.reconciliation.types import Severity
 
 from .cues import SURGERY, VACCINE_DENIED, VACCINE_RECEIVED
+from .cues import pattern as cue_pattern_of
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _days_apart, _long_ago, _short
+
+
+# data/cues/cond_plans.json: a committed plan ("booked the shot for Thursday") against a conditional or a wish
+PLAN_COMMITMENT = cue_pattern_of("plan_commitment")
+PLAN_CONDITIONAL = cue_pattern_of("plan_conditional")
+
+
+def committed_plan(text: str) -> bool:
+    """The text commits to a future act (an appointment, a date, will/going to, a requirement someone set) and holds
+    no conditional or wish ("if my doctor okays it I might", "maybe someday"): a plan, not a hypothetical."""
+    return bool(PLAN_COMMITMENT.search(text)) and not PLAN_CONDITIONAL.search(text)
 
 
 @lru_cache(maxsize=1)
@@ -118,4 +130,29 @@ class ImmunizationRules:
             v.explanation += f" {why.capitalize()}."
         if live:
             v.cite(*ctx.idx.careplans_mentioning(["live vaccine", "live vaccines"])[:1])
+        return v
+
+    def _planned_live_vaccine(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """A live vaccine the patient has booked or been told to get, while the record holds what contraindicates it
+        (immunosuppressants, high-dose steroids, chemotherapy, transplant, pregnancy): the plan is the moment to act
+        (CDC ACIP general best practice guidelines: contraindications and precautions are screened before each dose).
+        A conditional ("if I travel I might need...") stays a hypothetical; a non-live vaccine plan is no finding."""
+        if not committed_plan(regex_text(m.quote)):
+            return None
+        # filed as a medicine or a condition ("the nasal spray flu thing"), a vaccine must be named by its frame
+        families = self._vaccine_families(m, ctx) if m.category == "immunization" else vaccines_by_frame(m.quote)
+        live = sorted(v.id for v in self.kb.vaccines if v.id in families and v.live)
+        if not live:
+            return None
+        hits = self._interactions(ctx, set(), [], live_vaccine=True)
+        if not hits:
+            return None
+        label = ", ".join(live).replace("_", " ")
+        v = Verdict(GAP, Cat.IMMUNIZATION, "vaccine-planned-live", Severity.MEDIUM, False,
+                    f"Patient plans a live {label} vaccine; the record holds a contraindication.")
+        for sev, safe, why, partners in hits:
+            v.raise_to(sev, safe)
+            v.cite(*partners[:2])
+            v.explanation += f" {why.capitalize()}."
+        v.cite(*ctx.idx.careplans_mentioning(["live vaccine", "live vaccines"])[:1])
         return v

@@ -1,0 +1,139 @@
+"""Condition, red-flag and immunization phenomena of issue 10, each in several voices written for this test, with the
+negative twins (someone else's, negated, hypothetical, already over) that must stay quiet."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from reconcile_app.fhir.clinical import ClinicalRecord, build_clinical_record, resources_from_bundle
+from reconcile_app.narrative.types import Assertion
+from reconcile_app.reconciliation.engines.rules import RulesReconciler
+from reconcile_app.reconciliation.types import FindingDraft
+from tests.conftest import DATA
+
+from .conftest import memory
+
+ENGINE = RulesReconciler()
+QUEUED = ("contradiction", "gap")
+
+
+def _record(base: str, *extra: dict[str, Any]) -> ClinicalRecord:
+    bundle = json.loads((DATA / "fhir" / base).read_text(encoding="utf-8"))
+    bundle["entry"] += [{"resource": r} for r in extra]
+    return build_clinical_record(resources_from_bundle(bundle))
+
+
+def _condition(cid: str, code: str, display: str) -> dict[str, Any]:
+    return {"resourceType": "Condition", "id": cid, "subject": {"reference": "Patient/p1"},
+            "clinicalStatus": {"coding": [{"system": "http://terminology.hl7.org/CodeSystem/condition-clinical", "code": "active"}]},
+            "code": {"coding": [{"system": "http://snomed.info/sct", "code": code, "display": display}], "text": display}}
+
+
+def _med(mid: str, code: str, display: str) -> dict[str, Any]:
+    return {"resourceType": "MedicationRequest", "id": mid, "status": "active", "intent": "order", "subject": {"reference": "Patient/p1"},
+            "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": code, "display": display}],
+                                          "text": display}}
+
+
+WARFARIN = _record("reconcile_rules_patient.json")  # warfarin, type 2 diabetes, hypertension, CKD, AF
+EPISODIC = _record("reconcile_rules_patient.json", _condition("cond-gout-active", "90560007", "Gout (disorder)"),
+                   _condition("cond-migraine", "37796009", "Migraine (disorder)"))
+TRANSPLANT = _record("reconcile_nka_patient.json", _condition("cond-tx", "161665007", "History of renal transplant"),
+                     _med("medrx-tacro", "197866", "tacrolimus 1 MG Oral Capsule"))
+NO_CONTRAINDICATION = _record("reconcile_nka_patient.json")
+PARKINSON = _record("reconcile_nka_patient.json", _condition("cond-pd", "49049000", "Parkinson's disease"))
+HEART_FAILURE = _record("reconcile_nka_patient.json", _condition("cond-hf", "84114007", "Heart failure (disorder)"))
+PREGNANT = _record("reconcile_nka_patient.json", _condition("cond-preg", "77386006", "Pregnancy"))
+CLOZAPINE = _record("reconcile_nka_patient.json", _med("medrx-cloz", "197535", "clozapine 100 MG Oral Tablet"))
+
+
+def judge(record: ClinicalRecord, category: str, quote: str, assertion: str = Assertion.AFFIRMED, **attributes: Any) -> FindingDraft:
+    [finding] = ENGINE.reconcile([memory(category, quote, attributes=attributes, assertion=assertion)], record)
+    return finding
+
+
+# --- 8. a recorded condition said to be over, in informal and dialect grammar --------------------------------
+
+@pytest.mark.parametrize(("quote", "name", "cited"), [
+    ("honestly I ain't got no gout no more, not since I cut the beer", "gout", "cond-gout-active"),
+    ("the gout? aint had a flare in years, my toe's been fine", "gout", "cond-gout-active"),
+    ("haven't had one of them migraines for a good long while now", "migraine", "cond-migraine"),
+    ("my migraines is long gone, doc", "migraine", "cond-migraine"),
+    ("dont get migraines any more since menopause", "migraine", "cond-migraine"),
+])
+def test_a_condition_said_over_in_informal_grammar_contradicts_the_record(quote: str, name: str, cited: str) -> None:
+    finding = judge(EPISODIC, "condition", quote, name=name)
+    assert finding.kind == "contradiction" and finding.severity == "low" and not finding.safety_critical
+    assert cited in {c.id for c in finding.citations}
+
+
+@pytest.mark.parametrize(("quote", "name", "assertion"), [
+    ("no migraine since Sunday, so that's good", "migraine", Assertion.NEGATED),
+    ("if the gout comes back I'd call the office", "gout", Assertion.HYPOTHETICAL),
+    ("the gout acts up whenever I eat shellfish", "gout", Assertion.AFFIRMED),
+])
+def test_a_short_break_a_conditional_or_someone_else_is_not_a_resolution(quote: str, name: str, assertion: str) -> None:
+    assert judge(EPISODIC, "condition", quote, assertion, name=name).kind != "contradiction"
+
+
+def test_a_pronoun_after_people_points_to_them_not_to_the_condition() -> None:
+    quote = "Migraine is on my list. The nurses from the clinic were lovely, they stopped by twice"
+    assert judge(EPISODIC, "condition", quote, name="migraine").kind != "contradiction"
+
+
+# --- 9. red flags in lay words -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("record", "quote", "flag"), [
+    (WARFARIN, "my poop's been real dark lately, kinda almost black honestly", "redflag-gi-bleed"),
+    (WARFARIN, "bonked my head on the kitchen cabinet getting a mug", "redflag-head-injury"),
+    (WARFARIN, "lost my footing on the porch steps and landed on my head", "redflag-head-injury"),
+    (WARFARIN, "got a blister on the bottom of my left foot that just won't close up", "redflag-diabetic-foot"),
+    (WARFARIN, "dropping weight and I'm not even trying, belt's on the last hole", "redflag-weight-loss-unintended"),
+    (PARKINSON, "at night I see a little dog by the bed that isn't really there", "redflag-hallucinations"),
+    (HEART_FAILURE, "scale showed 3 more lbs than yesterday, socks leave dents", "redflag-heart-failure-fluid-gain"),
+    (CLOZAPINE, "been hot then shivery since lunch, feel awful", "redflag-fever-on-immunosuppressant"),
+])
+def test_a_red_flag_in_lay_words_reaches_the_queue(record: ClinicalRecord, quote: str, flag: str) -> None:
+    finding = judge(record, "symptom", quote)
+    assert finding.kind == "gap" and finding.rule.startswith(flag), finding.rule
+    assert finding.safety_critical or finding.severity != "low"
+
+
+@pytest.mark.parametrize(("record", "quote"), [
+    (WARFARIN, "my chest don't hurt no more since the new pills"),
+    (WARFARIN, "my dad's been seeing people in the hallway that aren't there"),
+    (PARKINSON, "my neighbour always sees things that aren't there, poor guy"),
+    (WARFARIN, "no blood in my poop, it's all normal brown"),
+])
+def test_negated_or_someone_elses_signs_stay_quiet(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "symptom", quote).kind not in QUEUED
+
+
+def test_a_sign_beside_an_unremarkable_number_is_still_read() -> None:
+    finding = judge(PREGNANT, "measurement", "can't keep a thing down, down 7 pounds this week", name="weight")
+    assert finding.kind == "gap" and finding.safety_critical
+
+
+# --- 1. a committed plan of a live vaccine the record contraindicates ---------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "booked the travel nurse for thursday, she said I'll need yellow fever before the trip",
+    "pharmacist says I'm due for an MMR booster so I'm getting it on saturday",
+    "gonna do the flu nasal spray at the work clinic tomorrow, hate needles",
+])
+def test_a_planned_live_vaccine_on_immunosuppression_is_a_safety_gap(quote: str) -> None:
+    finding = judge(TRANSPLANT, "immunization", quote, Assertion.HYPOTHETICAL, name="vaccine")
+    assert finding.kind == "gap" and finding.safety_critical and finding.rule == "vaccine-planned-live"
+    assert "medrx-tacro" in {c.id for c in finding.citations}
+
+
+@pytest.mark.parametrize(("record", "quote"), [
+    (TRANSPLANT, "if we ever go to Brazil I suppose I'd need yellow fever"),
+    (TRANSPLANT, "maybe one day I'll get the MMR, who knows"),
+    (TRANSPLANT, "getting my regular flu shot next week at the pharmacy"),
+    (NO_CONTRAINDICATION, "booked the yellow fever shot for next tuesday"),
+])
+def test_a_conditional_a_non_live_vaccine_or_no_contraindication_stays_quiet(record: ClinicalRecord, quote: str) -> None:
+    assert judge(record, "immunization", quote, Assertion.HYPOTHETICAL, name="vaccine").kind not in QUEUED
