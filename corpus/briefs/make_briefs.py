@@ -157,15 +157,33 @@ CLINICAL_ROUND3 = [
 
 ROUND3_AUTHORS = {"lea": 3, "max": 3, "noa": 3, "oli": 3}
 
+# Round 4 (more of the tune split, read by engine work): twelve more pictures, four more authors.
+CLINICAL_ROUND4 = [
+ ("cardiology", "69", "m", "atrial fibrillation on dofetilide (QT and potassium monitored) and apixaban, hypertension, a low-potassium history"),
+ ("nephrology", "58", "m", "hypertension with CKD stage 3a on amlodipine and hydrochlorothiazide, prediabetes, benign prostatic hyperplasia on finasteride and tamsulosin"),
+ ("rheumatology", "74", "f", "giant cell arteritis on a high-dose prednisone taper and weekly tocilizumab injections, steroid-worsened type 2 diabetes, osteoporosis prevention"),
+ ("psychiatry", "57", "f", "treatment-resistant depression on phenelzine (an MAOI) with a low-tyramine diet and a list of drugs to avoid in the plan, hypertension"),
+ ("neurology", "66", "m", "essential tremor on propranolol and primidone, mild asthma, anxiety, a glass of wine most nights"),
+ ("lung", "71", "m", "idiopathic pulmonary fibrosis on pirfenidone, oxygen with exertion, GERD on pantoprazole, losing weight"),
+ ("transplant", "60", "f", "lung transplant on tacrolimus, mycophenolate, prednisone and voriconazole prophylaxis, CKD from the calcineurin inhibitor, no grapefruit and no live vaccines in the plan"),
+ ("oncology", "70", "m", "multiple myeloma on lenalidomide and weekly dexamethasone, aspirin for clot prevention, acyclovir prophylaxis, neuropathy"),
+ ("HIV", "33", "m", "newly diagnosed HIV on dolutegravir/lamivudine, latent tuberculosis on weekly rifapentine-isoniazid, depression, cannabis"),
+ ("women's health", "29", "f", "polycystic ovary syndrome on metformin and spironolactone, trying to conceive, acne, hypothyroidism"),
+ ("geriatrics", "86", "f", "heart failure and atrial fibrillation on digoxin, furosemide and warfarin, moderate dementia, falls; the granddaughter types some replies"),
+ ("pain", "52", "m", "chronic back pain on extended-release morphine and gabapentin with an opioid agreement and naloxone in the plan, obstructive sleep apnea with CPAP, depression"),
+]
 
-def write_round3(out: Path) -> None:
-    rng = random.Random(20261202)
-    clinical = CLINICAL_ROUND3[:]
+ROUND4_AUTHORS = {"pia": 3, "quy": 3, "raf": 3, "sol": 3}
+
+
+def write_round(out: Path, *, clinical_list: list, authors: dict[str, int], seed: int) -> None:
+    rng = random.Random(seed)
+    clinical = clinical_list[:]
     rng.shuffle(clinical)
     voices = VOICES[:]
     rng.shuffle(voices)
     idx = 0
-    for author, n in ROUND3_AUTHORS.items():
+    for author, n in authors.items():
         lines = [f"# Briefs for author '{author}'\n"]
         for k in range(n):
             spec, age, sex, picture = clinical[idx]
@@ -188,7 +206,7 @@ def write_round3(out: Path) -> None:
                 lines.append(f"  - {t}")
             lines.append("")
         (out / f"{author}.md").write_text("\n".join(lines))
-    print("round 3 briefs:", idx, "of", len(CLINICAL_ROUND3))
+    print("briefs:", idx, "of", len(clinical_list), "for", ", ".join(authors))
 
 
 def main():
@@ -230,6 +248,7 @@ def main():
             lines.append("")
         (out / f"{author}.md").write_text("\n".join(lines))
     print("clinical briefs used:", idx, "of", len(CLINICAL))
-    write_round3(out)
+    write_round(out, clinical_list=CLINICAL_ROUND3, authors=ROUND3_AUTHORS, seed=20261202)
+    write_round(out, clinical_list=CLINICAL_ROUND4, authors=ROUND4_AUTHORS, seed=20261203)
 
 main()
