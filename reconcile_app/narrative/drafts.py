@@ -1,36 +1,42 @@
 """Earlier memories as the engines' drafts, each memory converted once per process (a bounded cache)."""
 from __future__ import annotations
 
+import copy
 import json
 from collections import OrderedDict
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone as dt_timezone
+from typing import Any
 
+from django.db import models
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from .models import Memory
 from .types import MemoryDraft
 
 # Drafts of earlier memories are read again for every later session of the patient (current state and
-# history), so each memory is turned into a draft once: what a draft holds never changes for a memory in a
-# given status (nothing is edited in place; a revocation blanks the words and changes the status). Keyed by
-# id, creation time and status, so a reused id (a rolled-back test transaction) or a new status is a miss.
-DraftKey = tuple[int, datetime, str]
+# history), so each memory is turned into a draft once: what a draft holds never changes for a memory that is
+# still the patient's (nothing is edited in place; only a revocation blanks the words, and a revoked memory is
+# never read as a draft again: it is neither believed nor in the history). So a change of status, such as the
+# outdating of a state by a later one, keeps its draft. Keyed by id and creation time, so a reused id (a
+# rolled-back test transaction) is a miss.
+DraftKey = tuple[int, datetime]
 _DRAFTS: OrderedDict[DraftKey, tuple[MemoryDraft, str]] = OrderedDict()
 DRAFTS_MAX = 50_000
 
 
 def drafts_of(qs: QuerySet[Memory], *, convert: Callable[[Memory], MemoryDraft]) -> list[MemoryDraft]:
     """The drafts of the query's memories in its order: one query of keys, rows only for memories not seen yet."""
-    keys: list[DraftKey] = list(qs.values_list("pk", "created_at", "status"))
+    keys: list[DraftKey] = list(qs.values_list("pk", "created_at"))
     missing = [key for key in keys if key not in _DRAFTS]
     fresh: dict[int, tuple[MemoryDraft, str]] = {}
     if missing:
         wanted = set(missing)
         for memory in Memory.objects.filter(pk__in=[key[0] for key in missing]).select_related("turn"):
             fresh[memory.pk] = entry = (convert(memory), json.dumps(memory.attributes))
-            if (memory.pk, memory.created_at, memory.status) in wanted:
-                _DRAFTS[(memory.pk, memory.created_at, memory.status)] = entry
+            if (memory.pk, memory.created_at) in wanted and memory.status != Memory.Status.REVOKED:  # revoked between the reads
+                _DRAFTS[(memory.pk, memory.created_at)] = entry
         while len(_DRAFTS) > DRAFTS_MAX:
             _DRAFTS.popitem(last=False)
     out = []
@@ -44,3 +50,39 @@ def drafts_of(qs: QuerySet[Memory], *, convert: Callable[[Memory], MemoryDraft])
             draft.attributes = json.loads(entry[1])
             out.append(draft)
     return out
+
+
+def drafts_seed(memories: Iterable[Memory], *, convert: Callable[[Memory], MemoryDraft]) -> None:
+    """Drafts of memories just inserted (the extraction's own), so the next session's read finds them
+    rather than reading their rows back: each is converted from the memory as its row would read."""
+    for memory in memories:
+        row = _as_read(memory)
+        _DRAFTS[(memory.pk, memory.created_at)] = (convert(row), json.dumps(row.attributes))
+    while len(_DRAFTS) > DRAFTS_MAX:
+        _DRAFTS.popitem(last=False)
+
+
+def _as_read(memory: Memory) -> Memory:
+    """A copy of an inserted memory with each value as the database gives it back (JSON decoded, times in
+    UTC, floats, ints and plain strings), so its draft is the one a read of the row would make."""
+    row = copy.copy(memory)
+    for field in Memory._meta.concrete_fields:
+        setattr(row, field.attname, _as_read_value(field, getattr(memory, field.attname)))
+    return row
+
+
+def _as_read_value(field: models.Field, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(field, models.JSONField):
+        return json.loads(json.dumps(value, cls=field.encoder))
+    if isinstance(field, models.DateTimeField):
+        aware = value if timezone.is_aware(value) else timezone.make_aware(value)
+        return aware.astimezone(dt_timezone.utc)
+    if isinstance(field, models.FloatField):
+        return float(value)
+    if isinstance(field, models.IntegerField):  # AutoField and BigAutoField too
+        return int(value)
+    if isinstance(field, (models.CharField, models.TextField)):
+        return str.__str__(value) if isinstance(value, str) else str(value)  # an enum's value, as stored
+    return value

@@ -23,7 +23,8 @@ from reconcile_app.transcripts.models import Session, Turn
 from .engines import get_extractor
 from .lifecycle import DEFAULT_TTL_DAYS, Transition, TransitionNotAllowed, memory_expires_at, transition_target
 from .models import ExtractionRun, Memory, MemoryEvent
-from .selectors import memory_drafts_current, memory_provenance_descendants, session_input_for
+from .drafts import drafts_seed
+from .selectors import memory_drafts_current, memory_provenance_descendants, memory_to_draft, session_input_for
 from .types import Assertion, MemoryDraft, MemoryOp, SessionInput, Subject, TurnInput
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,7 @@ def memory_drafts_store(*, run: ExtractionRun, session: Session, drafts: list[Me
     # One INSERT for the session's memories, then truth maintenance in their order: each step sees only
     # the states before it (seq__lt), exactly as when they were inserted one at a time.
     Memory.objects.bulk_create(created)
+    drafts_seed(created, convert=memory_to_draft)  # the next session reads them as its prior state
     states = _chain_states(session=session, keys={m.chain_key for m, chain in zip(created, chained) if chain})
     supersessions: list[tuple[Memory, list[Memory]]] = []
     for memory, chain in zip(created, chained):
