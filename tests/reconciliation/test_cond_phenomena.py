@@ -137,3 +137,40 @@ def test_a_planned_live_vaccine_on_immunosuppression_is_a_safety_gap(quote: str)
 ])
 def test_a_conditional_a_non_live_vaccine_or_no_contraindication_stays_quiet(record: ClinicalRecord, quote: str) -> None:
     assert judge(record, "immunization", quote, Assertion.HYPOTHETICAL, name="vaccine").kind not in QUEUED
+
+
+# --- 7. a recorded allergy disowned or tolerated, and the counterfactual that stays quiet --------------------
+
+@pytest.mark.parametrize("quote", [
+    "oh the penicillin one on there isn't mine, my twin brother is the allergic one",
+    "that penicillin allergy belongs to my ex-wife, the clinic merged our files",
+])
+def test_a_disowned_allergy_said_as_chatter_contradicts_the_record(quote: str) -> None:
+    finding = judge(WARFARIN, "lifestyle", quote)
+    assert finding.kind == "contradiction" and finding.rule == "allergy-not-the-patients"
+    assert "allergy-penicillin" in {c.id for c in finding.citations}
+
+
+@pytest.mark.parametrize("quote", [
+    "if a doctor ever gave me penicillin I'd probably swell right up",
+    "if I took amoxicillin I might break out like last time",
+])
+def test_a_counterfactual_exposure_is_not_a_new_exposure(quote: str) -> None:
+    assert judge(WARFARIN, "allergy", quote, substance="penicillin").kind not in QUEUED
+
+
+# --- 10. a weight compared with one taken on a weekday is a change within the week --------------------------
+
+@pytest.mark.parametrize(("quote", "attributes"), [
+    ("scale says 99 kg today, it was 96.5 on sunday", {"kind": "weight", "value": 99, "unit": "kg", "baseline": 96.5}),
+    ("212 this morning, I was 206 since last tuesday", {"kind": "weight", "value": 212, "unit": "[lb_av]", "baseline": 206}),
+])
+def test_a_weekday_baseline_makes_a_fast_gain(quote: str, attributes: dict[str, Any]) -> None:
+    finding = judge(HEART_FAILURE, "measurement", quote, **attributes)
+    assert finding.kind == "gap" and finding.rule == "reading-weight-rapid-gain" and finding.safety_critical
+
+
+def test_a_small_change_since_a_weekday_stays_in_range() -> None:
+    finding = judge(HEART_FAILURE, "measurement", "scale says 96 kg today, it was 95.5 on sunday",
+                    kind="weight", value=96, unit="kg", baseline=95.5)
+    assert finding.kind not in QUEUED

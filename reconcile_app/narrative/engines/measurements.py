@@ -476,3 +476,26 @@ def _tobacco(low: str, free, claim) -> None:
     counted = [f for f in found if f.value is not None]
     for f in counted or found[:1]:
         claim(f)
+
+
+OPEN_QUESTION_TURNS = 6  # how far back a coach's question about a reading can stay open ("let me grab the meter" ... "118")
+
+
+def open_question_context(previous: list[tuple[str, str]]) -> str:
+    """The context a bare number answers: the coach's latest question and what the patient said since (turns as
+    (speaker, lowered text), oldest first). A question stays open across the patient's holding turns and the coach's
+    turns that ask nothing ("sure, take your time"), up to OPEN_QUESTION_TURNS back; the next question closes it
+    (conversation analysis: an adjacency pair may be expanded by inserted sequences, Schegloff 2007, Sequence
+    Organization in Interaction, ch. 6). Without an open question, the last two turns, as before."""
+    window = previous[-OPEN_QUESTION_TURNS:]
+    for i in range(len(window) - 1, -1, -1):
+        speaker, low = window[i]
+        if speaker != "patient" and "?" in low:
+            # "any numbers?" names no measure: it asks about the one the conversation was on
+            start = i if _names_a_measure(low) else 0
+            return " ".join(text for _, text in window[start:])
+    return " ".join(text for _, text in previous[-2:])
+
+
+def _names_a_measure(low: str) -> bool:
+    return any(rx.search(low) for rx in (_GLUCOSE_ANCHOR, _WEIGHT_ANCHOR, _BP_WORD, _HEART_ANCHOR))

@@ -147,6 +147,9 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         if relapse is not None:
             return relapse
         if category in ("lifestyle", "care_activity", "goal") and m.assertion == Assertion.AFFIRMED:
+            disowned = self._allergy_disowned_in_chatter(m, ctx)
+            if disowned is not None:
+                return disowned
             # a red flag filed as chatter ("black tarry stools for 3 days") still reaches the queue when it is acute or
             # the record makes it dangerous (condition.py decides which)
             flag = self._red_flag_verdict(m, ctx, regex_text(m.quote), reread=True)

@@ -1,6 +1,8 @@
 """Allergy memories: a new reaction, a listed allergen taken again, an allergy tolerated since."""
 from __future__ import annotations
 
+import re
+
 from reconcile_app.fhir.clinical import State
 from reconcile_app.narrative.types import Assertion, MemoryDraft
 from reconcile_app.reconciliation.knowledge import Knowledge, regex_text, split_sentences
@@ -8,6 +10,11 @@ from reconcile_app.reconciliation.matching import DrugMention, allergens_in_text
 from reconcile_app.reconciliation.types import Severity
 
 from .cues import ALLERGY_NOT_MINE, ALLERGY_RECALLED, ENVIRONMENTAL, EXPOSURE, TOLERATED
+from .cues import pattern as cue_pattern_of
+
+# data/cues/cond_plans.json: "if I took it I'd break out" is a counterfactual, not an exposure
+PLAN_CONDITIONAL = cue_pattern_of("plan_conditional")
+_COUNTERFACTUAL = re.compile(r"\b(?:would|wouldn'?t|'d|might|could|probably)\b")
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _short
 
 
@@ -54,7 +61,7 @@ class AllergyRules:
         if active:
             # the exposure may be told in the turn around the reaction ("took one Sunday... my lips felt puffy")
             exposed = EXPOSURE.search(quote) or ((stated == "new" or reaction) and EXPOSURE.search(regex_text(ctx.around(m))))
-            if mention.drugs and exposed:
+            if mention.drugs and exposed and not _counterfactual(quote):
                 v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", Severity.MEDIUM, False,
                             f"Record lists {_short(active[0])} as an active allergy; patient reports being given it again.")
                 self._anaphylaxis(v, quote, ctx)
@@ -77,6 +84,20 @@ class AllergyRules:
             v.rule = "allergy-new-drug-reaction"
         self._anaphylaxis(v, quote, ctx)
         return v
+
+    def _allergy_disowned_in_chatter(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """"the penicillin one isn't mine, that was my brother's" filed as chatter: a recorded active allergy the
+        patient disowns still contradicts the record (Joint Commission NPSG 01.01.01; AAAAI/ACAAI 2022 drug allergy
+        practice parameter: allergy labels are reviewed and removed when they are wrong)."""
+        quote = regex_text(m.quote)
+        if not ALLERGY_NOT_MINE.search(quote):
+            return None
+        allergens = allergens_in_text(m.quote, self.kb) - ENVIRONMENTAL
+        mention = drugs_in_text(m.quote, self.kb)
+        if not any(ae.entry.state == State.ACTIVE for ae in ctx.idx.allergy_matches(allergens, mention.drugs)):
+            return None
+        verdict = self._allergy(m, ctx)
+        return verdict if verdict.kind == CONTRA else None
 
     def _anaphylaxis(self, v: Verdict, quote: str, ctx: Context) -> None:
         for flag in self.kb.red_flags:
@@ -105,3 +126,9 @@ class AllergyRules:
         v.cites[:0] = [h for h in hits if h not in v.cites]
         if orders:
             v.cite(*orders.active, *orders.historical)
+
+
+def _counterfactual(quote: str) -> bool:
+    """"if I took penicillin I'd break out", "if they gave me sulfa I would swell up": a conditional with a modal is
+    what would happen, not an exposure (ConText hypothetical triggers: if, would, could, might)."""
+    return bool(re.search(r"\bif\b", quote)) and bool(_COUNTERFACTUAL.search(quote))

@@ -235,6 +235,9 @@ def _days_in_words(text: str, attributes: dict) -> float:
         return 7.0
     if re.search(r"\b(?:overnight|yesterday|two days|2 days|couple (?:of )?days)\b", text):
         return 2.0
+    if re.search(r"\b(?:on|since|from|last|this past)\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:since|over) the weekend\b", text):
+        # a weekday the earlier value was taken on is within the last week (a daily weigh-in log, HF action plans)
+        return 7.0
     return 30.0
 
 
