@@ -67,6 +67,17 @@ class SpeakerFrame:
     patient_words: frozenset[str] = frozenset()  # pronouns and relation words that now mean the patient
 
 
+@dataclass(frozen=True)
+class SpeakerEvent:
+    """A change of typist inside a patient turn: a caregiver frame opened there, or the patient back (frame None)."""
+
+    start: int  # character offsets of the cue in the turn
+    end: int
+    frame: SpeakerFrame | None
+    text: str = ""  # the cue as typed ("This is Rhonda"): the typist's or the patient's name is read from it
+    token_end: int = 0
+
+
 @dataclass
 class _Mod:
     start: int
@@ -87,14 +98,17 @@ class MedspacyContext:
         self._nlp, self._context, self._frames, self._carried_out = _build(self.rules)
         self._frame_at_start = {self._nlp.vocab.strings[f"frame{i}"]: bool(spec.metadata.get("at_start"))
                                 for i, spec in enumerate(self.rules.frame_patterns)}
+        self._frame_whole_turn = {self._nlp.vocab.strings[f"frame{i}"]: bool(spec.metadata.get("whole_turn"))
+                                  for i, spec in enumerate(self.rules.frame_patterns)}
         self._frame_cues = _frame_cues(self._nlp, self.rules.frame_patterns)
+        self._hand_back = _matcher(self._nlp, self.rules.hand_back)
         self._lock = threading.Lock()  # the ConText component keeps per-call state on itself
 
     # ---- the interface the rules engine calls ------------------------------------------------------
 
     def assert_targets(self, sentence_text: str, target_spans: Sequence[tuple[int, int]], *,
                        names: Sequence[tuple[int, int]] = (), frame: SpeakerFrame | None = None,
-                       default_subject: str = PATIENT, default_relation: str = "") -> list[Assertion]:
+                       default_subject: str = PATIENT, default_relation: str = "", antecedent: str = "") -> list[Assertion]:
         """One Assertion per target span (character offsets into sentence_text), in the same order.
 
         names: character spans of people's names (the engine's name finder); frame: a caregiver typing for the patient;
@@ -104,7 +118,8 @@ class MedspacyContext:
         if not target_spans:
             return []
         return self.analyse(sentence_text, target_spans, names=names).verdicts(
-            target_spans, frame=frame, default_subject=default_subject, default_relation=default_relation)
+            target_spans, frame=frame, default_subject=default_subject, default_relation=default_relation,
+            antecedent=antecedent)
 
     def analyse(self, sentence_text: str, target_spans: Sequence[tuple[int, int]] = (), *,
                 names: Sequence[tuple[int, int]] = ()) -> "SentenceContext":
@@ -153,10 +168,37 @@ class MedspacyContext:
         _, start, end = max(found, key=lambda m: (m[2] - m[1], -m[1]))
         return _frame_from(tuple(t.norm_ for t in doc[start:end]), self.rules)
 
+    def speaker_events(self, turn_text: str, *, names: Sequence[tuple[int, int]] = ()) -> list[SpeakerEvent]:
+        """Where the typist of a patient turn changes, in text order: each caregiver frame it opens (the longest of
+        overlapping matches) and each hand-back to the patient ("it's me again"). A frame carried from an earlier turn
+        holds until one of these."""
+        doc = self._nlp.make_doc(turn_text)
+        _set_names(doc, names)
+        found = sorted((m for m in self._frames(doc) if m[1] == 0 or not self._frame_at_start[m[0]]),
+                       key=lambda m: (m[1], -(m[2] - m[1])))
+        spans: list[list[int]] = []  # overlapping matches are one cue ("This is Kayla typing" + "typing for my mom")
+        for key, start, end in found:
+            if spans and start < spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+                spans[-1][2] = spans[-1][2] or self._frame_whole_turn[key]
+            else:
+                spans.append([start, end, self._frame_whole_turn[key]])
+        events: list[SpeakerEvent] = []
+        for start, end, whole_turn in spans:
+            words = tuple(t.norm_ for t in doc[start:end])
+            # a sign-off ("-- his wife") says who typed the whole message
+            at = 0 if whole_turn else doc[start].idx
+            events.append(SpeakerEvent(at, doc[end - 1].idx + len(doc[end - 1]), _frame_from(words, self.rules),
+                                       doc[start:end].text, end))
+        for _, start, end in self._hand_back(doc):
+            events.append(SpeakerEvent(doc[start].idx, doc[end - 1].idx + len(doc[end - 1]), None, doc[start:end].text, end))
+        return sorted(events, key=lambda e: e.start)
+
     # ---- decisions -----------------------------------------------------------------------------------
 
     def _verdict(self, start: int, end: int, on_target: list[_Mod], mods: list[_Mod], norms: list[str],
-                 frame: SpeakerFrame | None, default_subject: str, default_relation: str) -> Assertion:
+                 frame: SpeakerFrame | None, default_subject: str, default_relation: str,
+                 antecedent: str = "") -> Assertion:
         flags: dict[str, bool] = {}
         cues = []
         negation_start = -1
@@ -168,12 +210,17 @@ class MedspacyContext:
                 if meaning == "negated" and (negation_start < 0 or mod.char_start > negation_start):
                     negation_start = mod.char_start  # the nearest negation before the target
         chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
+        chosen = _first_person_boundary(chosen, start, mods, self.rules.vocabularies)
         chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies)
         chosen = _clinician_pronoun(chosen, mods)
         chosen = _quoted_speaker(chosen, mods, norms)
         subject, relation, owner = self._subject_of(chosen, default_subject, default_relation)
         if frame is not None:
-            subject, relation = _apply_frame(frame, chosen, subject, relation)
+            subject, relation = _apply_frame(frame, chosen, subject, relation,
+                                             _antecedent(chosen, mods, antecedent, self.rules.vocabularies,
+                                                         self.rules.relation_sex))
+            if subject == OTHER and relation in frame.patient_words:
+                subject, relation = PATIENT, ""  # "typing for my dad ... dad's pills": the relation named is the patient
         if chosen is not None:
             cues.append(f"{chosen.category}:{chosen.literal}")
         return Assertion(subject, relation, flags.get("negated", False), flags.get("hypothetical", False),
@@ -205,7 +252,7 @@ class SentenceContext:
         self._carried: list[tuple[int, str]] | None = None  # (start token, literal) of "so I got it", read lazily
 
     def verdicts(self, target_spans: Sequence[tuple[int, int]], *, frame: SpeakerFrame | None = None,
-                 default_subject: str = PATIENT, default_relation: str = "") -> list[Assertion]:
+                 default_subject: str = PATIENT, default_relation: str = "", antecedent: str = "") -> list[Assertion]:
         """One Assertion per target span (character offsets into the sentence), in the same order."""
         out = []
         for span in _spans(self._doc, target_spans):
@@ -216,8 +263,8 @@ class SentenceContext:
             # ConText's edge test (medspaCy ConTextGraph.apply_modifiers without max_targets, which no rule sets)
             on_target = [c for m, c in zip(self._modifiers, self._converted) if m.modifies(span)]
             verdict = self._owner._verdict(span.start, span.end, on_target, self._mods, self._norms, frame,
-                                           default_subject, default_relation)
-            if verdict.hypothetical:
+                                           default_subject, default_relation, antecedent)
+            if verdict.hypothetical or (verdict.subject == OTHER and verdict.relation in _GENERIC):
                 verdict = self._carried_out(verdict, span.end)
             out.append(verdict)
         return out
@@ -251,6 +298,21 @@ def _nearest_before(on_target: list[_Mod], start: int, categories: dict[str, str
     """Step 2: the nearest experiencer cue before the target whose (terminated) scope reaches it."""
     before = [m for m in on_target if m.end <= start and categories.get(m.category, "").startswith("subject:")]
     return max(before, key=lambda m: m.start) if before else None
+
+
+def _first_person_boundary(chosen: _Mod | None, start: int, mods: list[_Mod],
+                           vocab: dict[str, frozenset[str]]) -> _Mod | None:
+    """Step 2b: a clause boundary that opens a first-person clause ("..., and I get nosebleeds") ends the earlier
+    person's scope and names the speaker as the new clause's experiencer; the terminator's match holds the 'I', so
+    without this the clause would have no experiencer at all (ConText: a terminator ends scopes, it names nobody)."""
+    self_words = vocab.get("self_word", frozenset())
+    floor = chosen.end if chosen is not None else 0
+    for mod in reversed(mods):
+        if mod.end > start or mod.start < floor:
+            continue
+        if mod.direction == "TERMINATE" and mod.text and mod.text[-1] in self_words:
+            return replace(mod, category="SELF_EXPERIENCER", direction="FORWARD", start=mod.end - 1)
+    return chosen
 
 
 def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], norms: list[str],
@@ -301,15 +363,48 @@ def _quoted_speaker(chosen: _Mod | None, mods: list[_Mod], norms: list[str]) -> 
     return before[-1] if before and before[-1].category == "OTHER_EXPERIENCER" else chosen
 
 
-def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relation: str) -> tuple[str, str]:
-    """Step 5: a caregiver typing: the cared-for person's words are the patient, the typist's first person is not."""
+def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relation: str,
+                 antecedent: tuple[str, str] = ("", "")) -> tuple[str, str]:
+    """Step 5: a caregiver typing: the cared-for person's words are the patient, the typist's first person is not
+    (but "we", the household, acts on the patient's treatment). A subject pronoun goes to the nearest person named
+    before it by a kin word of its sex ("her aunt Rosa stays with us. She takes warfarin": the aunt), else to the
+    patient (a pronoun's antecedent is its nearest agreeing mention; plural and sexless words agree with neither)."""
     if chosen is None:
         return subject, relation
     if chosen.category == "SELF_EXPERIENCER" and not chosen.metadata.get("owner"):
+        if set(chosen.text) & _WE:
+            return PATIENT, ""  # "we stopped those": the household acting on the patient's treatment
         return OTHER, frame.caregiver
     if chosen.category == "OTHER_EXPERIENCER" and frame.patient_words & set(chosen.text):
+        near, sex = antecedent
+        # only a subject pronoun looks back ("...my sister. She takes it"); "we give her" is the one cared for
+        pronoun = _PRONOUN_SEX.get(chosen.text[0], "") if chosen.text in (("she",), ("he",)) else ""
+        if pronoun and near and near != frame.caregiver and near not in frame.patient_words and sex == pronoun:
+            return OTHER, near
         return PATIENT, ""
     return subject, relation
+
+
+# generic people ("people with Parkinson's can...", "everyone says"): a general statement, like hearsay, that becomes
+# the patient's fact only when the patient then acts on it ("so we kept her off it")
+_GENERIC = frozenset({"people", "someone", "somebody", "everyone", "everybody"})
+_WE = frozenset({"we", "us", "our", "ours", "ourselves"})
+_PRONOUN_SEX = {w: sex for sex, words in SELF_PRONOUNS.items() for w in words}
+
+
+def _antecedent(chosen: _Mod | None, mods: list[_Mod], before_sentence: str, vocab: dict[str, frozenset[str]],
+                sexes: dict[str, str]) -> tuple[str, str]:
+    """The relation word of the nearest other person named before the chosen pronoun (in the sentence, else earlier in
+    the turn: before_sentence), with the pronoun it takes ("sister" -> "she"; "" when either fits)."""
+    if chosen is None:
+        return "", ""
+    near = before_sentence
+    for mod in mods:
+        if mod.end <= chosen.start and mod.category == "OTHER_EXPERIENCER":
+            rel = _relation_of(mod, vocab)
+            if rel not in ("other person", "named person"):
+                near = rel
+    return near, sexes.get(near, "")
 
 
 def _relation_of(mod: _Mod, vocab: dict[str, frozenset[str]]) -> str:
@@ -324,6 +419,9 @@ def _relation_of(mod: _Mod, vocab: dict[str, frozenset[str]]) -> str:
     return "named person"
 
 
+_ON_BEHALF = frozenset({"for", "behalf", "asked", "wants", "told", "needs", "me"})
+
+
 def _frame_from(words: tuple[str, ...], rules: RuleSet) -> SpeakerFrame:
     """'this is her son' -> the son types; 'she/her' and 'mom' are the patient. 'typing for my dad' -> 'dad' and either
     pronoun are the patient. 'this is Mike typing' -> either pronoun is the patient."""
@@ -335,7 +433,8 @@ def _frame_from(words: tuple[str, ...], rules: RuleSet) -> SpeakerFrame:
         patient |= SELF_PRONOUNS["he"]
     rels = [w for w in words if w in relations]
     caregiver = "caregiver"
-    if rules.typing_words & set(words):
+    # "typing for my dad", "mom asked me to type": the relation named is the patient; "Son here": the typist
+    if rules.typing_words & set(words) and set(words) & _ON_BEHALF:
         patient |= set(rels)  # "typing for my dad", "mom asked me to type": the relation named is the patient
     elif rels:
         caregiver = rels[-1]  # "this is her son": the relation named is the typist
@@ -440,6 +539,16 @@ def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, p
 
 
 _WORD = re.compile(r"[^\W\d_]+")  # a letter run: every token spaCy makes of letters alone (it splits at hyphens)
+
+
+def _matcher(nlp: Any, patterns: list[RuleSpec]) -> Any:
+    """A token Matcher of the given patterns (one label each, by position)."""
+    from spacy.matcher import Matcher
+
+    matcher = Matcher(nlp.vocab)
+    for i, spec in enumerate(patterns):
+        matcher.add(f"{spec.literal}#{i}", [spec.pattern])
+    return matcher
 
 
 def _frame_cues(nlp: Any, patterns: list[RuleSpec]) -> list[list[tuple[frozenset[str], tuple[str, ...]]]] | None:

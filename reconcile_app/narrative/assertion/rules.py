@@ -46,6 +46,8 @@ class RuleSet:
     typing_words: frozenset[str]  # a frame naming one of these ("typing for my dad") names the patient, not the typist
     inverse_relations: dict[str, frozenset[str]]  # the typist's relation -> what the patient is to the typist
     carried_out: list[RuleSpec] = field(default_factory=list)  # "so I got it": an earlier plan or claim was done
+    hand_back: list[RuleSpec] = field(default_factory=list)  # "it's me again": the patient types again, a frame ends
+    relation_sex: dict[str, str] = field(default_factory=dict)  # "sister" -> "she": the pronoun a kin word takes
 
 
 def _vocabularies(raw: dict[str, Any], sources: dict[str, str]) -> dict[str, frozenset[str]]:
@@ -119,6 +121,9 @@ def parse_rules(data: dict[str, Any]) -> RuleSet:
     frame_patterns = [_spec(r, vocab, sources, categories, frame=True, default_source=frame_source)
                       for r in frames.get("patterns", [])]
     carried = data.get("carried_out", {})
+    hand_back = [_spec(r, vocab, sources, categories, frame=True, default_source=frame_source)
+                 for r in frames.get("hand_back", [])]
+    sexes = {w: sex for sex, words in frames.get("relation_pronoun", {}).get("terms", {}).items() for w in words}
     carried_out = [_spec(r, vocab, sources, categories, frame=True, default_source=carried.get("source", ""))
                    for r in carried.get("patterns", [])]
     for kind, terminators in data.get("terminating_types", {}).items():
@@ -139,6 +144,8 @@ def parse_rules(data: dict[str, Any]) -> RuleSet:
         typing_words=frozenset(frames.get("typing_words", [])),
         inverse_relations={k: frozenset(v) for k, v in frames.get("inverse_relations", {}).items()},
         carried_out=carried_out,
+        hand_back=hand_back,
+        relation_sex=sexes,
     )
 
 

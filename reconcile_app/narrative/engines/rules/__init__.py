@@ -28,7 +28,7 @@ from ..clauses import Sentence, split_sentences
 from ..delta import DeltaDetector, TurnHit
 from ..measurements import Measurement, find_measurements
 from .allergy import _allergy_inference, _record_allergy_exposures, _s_allergic_to
-from .assertion import ContextAssertions, assertion_engine
+from .assertion import ContextAssertions, Speakers, assertion_engine
 from .care import _s_had_done, _s_procedure_noun, _s_programs, _s_removal, _s_vaccine_list
 from .chains import _assign_ops
 from .condition import _s_body_site_pain, _s_diagnosis_named, _s_suicidal
@@ -100,9 +100,11 @@ class RulesExtractor(Extractor):
         lex = self.lexicon
         overlay = self._overlay_for(record, lex)
         states: list[TurnState] = []
+        first_coach = next((t.text for t in session.turns if t.speaker != "patient" and isinstance(t.text, str)), "")
+        speakers = Speakers.of(record, first_coach) if self.assertions is not None else None
         for index, turn in enumerate(session.turns):
             try:
-                states.append(_analyse_turn(turn, index, lex, overlay, states, self.assertions))
+                states.append(_analyse_turn(turn, index, lex, overlay, states, self.assertions, speakers))
             except Exception:  # one hostile turn must not lose the session: log ids only, never text
                 logger.exception("rules extraction failed on turn %s of session %s", getattr(turn, "id", "?"), session.id)
         try:
@@ -140,7 +142,7 @@ class RulesExtractor(Extractor):
 
 
 def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, previous: list[TurnState],
-                  assertions: ContextAssertions | None = None) -> TurnState:
+                  assertions: ContextAssertions | None = None, speakers: Speakers | None = None) -> TurnState:
     """One turn: a coach's is read for its hits only; a patient's sentence by sentence, in the decision order above."""
     text = turn.text if isinstance(turn.text, str) else ""
     low = lower_same_length(text[:MAX_CHARS])
@@ -150,26 +152,54 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
         for sent in state.sentences:
             sent.hits = lex.match(sent.low, sent.tokens, overlay)
         return state
-    discourse = _discourse_at(previous)
+    discourse = _discourse_at(previous, speakers.is_patient if speakers is not None else None)
     state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
     # the previous two turns (a coach's question and the patient's message before it) let bare numbers answer them
     measurements = find_measurements(low, context=" ".join(p.low for p in previous[-2:]))
     parsed = [(sent, words, _names(text, sent, words)) for sent in state.sentences
               for words in [ctx.mark_clause_final([t for t, _, _ in sent.tokens], sent.tokens, sent.low)]]
-    frame = assertions.turn_frame(text[:MAX_CHARS], parsed) if assertions is not None else None
-    for sent, words, names in parsed:
+    previous_frame = speakers.frame if speakers is not None else None  # carried from the turn before
+    frames = _sentence_frames(text[:MAX_CHARS], parsed, previous, assertions, speakers)
+    antecedent = ""  # the last kin word of another person in this turn: whom a later 'she' may mean in a frame
+    for (sent, words, names), frame in zip(parsed, frames):
+        if speakers is not None:
+            names = _not_the_patient(names, words, speakers)
         hits = _sentence_hits(state, sent, lex, overlay)
         people = _sentence_people(discourse, sent, words, names, hits)
         # one ConText judge per sentence (EXTRACTION_ASSERTION = "context"), else the own engine's triggers
-        triggers = assertions.sentence(text, sent, hits, names, people, frame, words) if assertions is not None \
-            else ctx.find_assertion_triggers(words)
+        triggers = assertions.sentence(text, sent, hits, names, people, frame, words, antecedent) \
+            if assertions is not None else ctx.find_assertion_triggers(words)
         sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
         found = _sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex)
         _after_sentence(discourse, people, found)
+        kin = [p.relation for p in people if p.kind in ("other", "owner") and p.relation not in _NOT_KIN]
+        antecedent = kin[-1] if kin else antecedent
+        if frame is not None and frame is not previous_frame:
+            antecedent = ""  # "Pa is resting, I'm texting for him": him is Pa, the patient
+        previous_frame = frame
         state.mentions.extend(found)
     _close_turn(discourse, state)
     _coaching_mentions(state)
     return state
+
+
+_NOT_KIN = frozenset({"", "other person", "named person"})
+
+
+def _sentence_frames(text: str, parsed: list, previous: list[TurnState], assertions: ContextAssertions | None,
+                     speakers: Speakers | None) -> list:
+    """Each sentence's caregiver frame (None: the patient types), carried through the session by `speakers`."""
+    if assertions is None:
+        return [None] * len(parsed)
+    if speakers is None:
+        return [assertions.turn_frame(text, parsed)] * len(parsed)
+    coach = previous[-1].turn.text if previous and previous[-1].turn.speaker != "patient" else ""
+    return assertions.sentence_frames(text, parsed, speakers, coach if isinstance(coach, str) else "")
+
+
+def _not_the_patient(names: set[int], words: list[str], speakers: Speakers) -> set[int]:
+    """The patient's own name is not another person ("Walt's been skipping it", typed by his wife)."""
+    return {i for i in names if not speakers.is_patient(words[i].removesuffix("'s"))}
 
 
 def _sentence_mentions(state: TurnState, sent: Sentence, words: list[str], hits: list[Hit],

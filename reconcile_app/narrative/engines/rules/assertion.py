@@ -14,7 +14,9 @@ wish carries its own negation") keeps the own engine.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import context as ctx
@@ -69,7 +71,7 @@ class SentenceJudge:
 
     def __init__(self, engine: Any, text: str, sent: Sentence, hit_spans: list[tuple[int, int]],
                  names: list[tuple[int, int]], people: list[ctx.Person], frame: Any,
-                 own_subject: list[str] | None = None) -> None:
+                 own_subject: list[str] | None = None, antecedent: str = "") -> None:
         self._engine = engine
         self._own_subject = own_subject  # "context-assertion": the sentence's words, whose subject the own engine reads
         self._people = people
@@ -78,6 +80,7 @@ class SentenceJudge:
         self._hit_spans = hit_spans  # the terminology's targets, which no name may overlap
         self._names = names
         self._frame = frame
+        self._antecedent = antecedent  # the last other person the turn named before this sentence
         inherited = [p for p in people if p.index < 0]  # the discourse's person before the sentence (subject.py)
         self._default = ("other", inherited[-1].relation) if inherited else ("patient", "")
         self._run: Any = None
@@ -99,7 +102,7 @@ class SentenceJudge:
             self._run = self._engine.analyse(self._text, self._hit_spans, names=self._names)
         span = (tokens[start][1], tokens[min(end, len(tokens)) - 1][2])
         verdict = self._run.verdicts([span], frame=self._frame, default_subject=self._default[0],
-                                     default_relation=self._default[1])[0]
+                                     default_relation=self._default[1], antecedent=self._antecedent)[0]
         result = ctx.ContextResult(assertion=verdict.label, subject=verdict.subject, relation=verdict.relation,
                                    owner=verdict.owner, triggers=list(verdict.cues))
         if self._own_subject is not None:
@@ -130,10 +133,139 @@ class ContextAssertions:
         names = [(sent.start + s, sent.start + e) for sent, _, found in parsed for s, e in name_spans(sent, found)]
         return self.engine.speaker_frame(text, None, names=names)
 
+    def sentence_frames(self, text: str, parsed: list[tuple[Sentence, list[str], set[int]]], speakers: "Speakers",
+                        coach_before: str) -> list[Any]:
+        """The caregiver frame of each sentence of a patient turn; `speakers` carries it on to the next turn.
+
+        FORMAT.md keeps the speaker "patient" whoever types; the text says who does. A frame opens where the turn
+        says so ("this is her son", "Son here", "-- his wife"), holds for the rest of the turn and the session's
+        following patient turns, and ends where the patient is back: a hand-back ("it's me again"), the patient's own
+        name as a sign-in, or the coach turning to the patient by name (MedGraph-style per-person attribution)."""
+        frame = speakers.frame
+        if frame is not None and speakers.coach_turns_to_patient(coach_before):
+            frame = None
+        names = [(sent.start + s, sent.start + e) for sent, _, found in parsed for s, e in name_spans(sent, found)]
+        if not hasattr(self.engine, "speaker_events"):  # an engine without typist changes: the turn's own frame
+            return [self.engine.speaker_frame(text, None, names=names)] * len(parsed)
+        events = list(self.engine.speaker_events(text, names=names))
+        tag = speakers.sign_in(text, frame)
+        if tag is not _KEEP:
+            events.insert(0, _SignIn(0, tag))
+        out = []
+        for sent, _, _ in parsed:
+            for event in [e for e in events if e.start < sent.end]:
+                frame = speakers.opened(event)
+            events = [e for e in events if e.start >= sent.end]
+            out.append(frame)
+        speakers.frame = frame
+        return out
+
     def sentence(self, text: str, sent: Sentence, hits: list, names: set[int], people: list[ctx.Person],
-                 frame: Any, words: list[str]) -> SentenceTriggers:
+                 frame: Any, words: list[str], antecedent: str = "") -> SentenceTriggers:
         """The triggers the sentence rules hand to ctx.assess: none of the own engine's, the sentence's judge."""
         spans = [(h.start, h.end) for h in hits]
         judge = SentenceJudge(self.engine, text[sent.start : sent.end], sent, spans, name_spans(sent, names), people, frame,
-                              words if self.own_subject else None)
+                              words if self.own_subject else None, antecedent)
         return SentenceTriggers((), judge)
+
+
+_KEEP = object()  # sign_in: the turn's opening says nothing about who types
+
+
+def _either_pronoun_frame() -> Any:
+    """A frame whose typist's relation is not said: either third-person pronoun is the patient."""
+    from reconcile_app.narrative.assertion.medspacy_context import SELF_PRONOUNS, SpeakerFrame
+
+    return SpeakerFrame("caregiver", SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"])
+
+
+@dataclass(frozen=True)
+class _SignIn:
+    """A name tag at the start of a turn, as a speaker event (frame None: the patient)."""
+
+    start: int
+    frame: Any
+    text: str = ""
+
+
+_NAME_TAG = re.compile(r"\s*\(?([A-Z][a-z]+)\)?(?:\s+(again|here|now|typing|writing))?\s*(?:[.,:!)\-]|$)")
+_SIGNED_NAME = re.compile(r"\b([A-Z][a-z]+)\b(?!'s)")
+_OWNER_NAME = re.compile(r"\b([A-Z][a-z]+)'s\b")
+_GREETING = re.compile(r"^\s*(?i:hi|hello|hey|good (?:morning|afternoon|evening))[, ]+([A-Z][a-z]+)\b")
+# a name the coach addresses: "Lorine, how are..." / "..., Irv?" / "Thanks, Mike!" (not "How is Irv doing?")
+_VOCATIVE = re.compile(r"(?:^|[.!?,]\s*)([A-Z][a-z]+)\s*[,!?]|,\s*([A-Z][a-z]+)\s*(?:[.!?]|$)")
+_NOT_NAMES = frozenset("this is hi hello hey mr mrs ms miss dr it its mom dad".split())
+
+
+@dataclass
+class Speakers:
+    """Who types one session's patient turns: the patient's names (the record's Patient, the coach's greeting, a
+    frame's "Neely's son"), the caregiver frame in force and the typist's name."""
+
+    patient_names: set[str] = field(default_factory=set)
+    frame: Any = None
+    typist: str = ""
+    last_frame: Any = None  # the typist's frame, kept while the patient has the keyboard back
+
+    @classmethod
+    def of(cls, record: Any, first_coach_text: str = "") -> "Speakers":
+        names: set[str] = set()
+        patient = getattr(record, "patient", None)
+        for part in re.findall(r"[^\W\d_]+", getattr(patient, "name", "") or ""):
+            if len(part) > 1:
+                names.add(part.lower())
+        m = _GREETING.match(first_coach_text or "")
+        if m and m.group(1).lower() not in _NOT_NAMES:
+            names.add(m.group(1).lower())  # the coach greets the patient by name ("Hi Neely!")
+        return cls(names)
+
+    def coach_turns_to_patient(self, coach_text: str) -> bool:
+        """The coach's last words address the patient by name ("Lorine, how are your hands?"), not the typist."""
+        last = ""
+        for m in _VOCATIVE.finditer(coach_text or ""):
+            word = (m.group(1) or m.group(2)).lower()
+            if self.is_patient(word) or (self.typist and word == self.typist):
+                last = word
+        return bool(last) and self.is_patient(last) and last != self.typist
+
+    def is_patient(self, name: str) -> bool:
+        """The patient's name or a short form of it ("Irv" for Irvin)."""
+        return name in self.patient_names or (len(name) >= 3 and any(p.startswith(name) for p in self.patient_names))
+
+    def sign_in(self, text: str, frame: Any) -> Any:
+        """A name tag opening the turn ("Carol.", "(Camila)", "Irv here."): the typist's keeps the frame, the
+        patient's ends it; anything else says nothing (_KEEP)."""
+        m = _NAME_TAG.match(text)
+        if not m:
+            return _KEEP
+        name = m.group(1).lower()
+        if self.is_patient(name):
+            return None
+        if self.typist and name == self.typist:
+            return frame or self.last_frame  # the typist signs in again, after the coach turned to the patient
+        if frame is None and m.group(2) in ("here", "typing", "writing") and self.patient_names \
+                and name not in _NOT_NAMES and name not in ctx.RELATIONS:
+            self.typist = name  # "Carol here.": someone whose name is not the patient's signs in
+            return self.last_frame or _either_pronoun_frame()
+        if frame is not None and m.group(2) in ("here", "now", "again") and name not in _NOT_NAMES:
+            return None  # another name signs in while a typist held the keyboard: the patient, back
+        return _KEEP
+
+    def opened(self, event: Any) -> Any:
+        """The frame after one speaker event; a frame that names the patient signing in is no frame."""
+        if isinstance(event, _SignIn):
+            return event.frame
+        if event.frame is None:
+            return None
+        owner = _OWNER_NAME.search(event.text)
+        if owner:
+            self.patient_names.add(owner.group(1).lower())  # "Mike, Neely's son": Neely is the patient
+        signed = [w.lower() for w in _SIGNED_NAME.findall(event.text)
+                  if w.lower() not in _NOT_NAMES and w.lower() not in ctx.RELATIONS]
+        signed = [w for w in signed if not owner or w != owner.group(1).lower()]
+        if signed and self.is_patient(signed[0]):
+            return None  # "This is Gary." from Gary himself
+        if signed:
+            self.typist = signed[0]
+        self.last_frame = event.frame
+        return event.frame

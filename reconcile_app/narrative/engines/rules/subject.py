@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reconcile_app.narrative.types import Subject
@@ -37,7 +38,7 @@ def _clinician_context(previous: list[TurnState]) -> bool:
 _YOUR_RELATION = re.compile(r"\b(?:your|ur)\s+(" + "|".join(sorted(ctx.RELATIONS, key=len, reverse=True)) + r")\b")
 
 
-def _asked_about_other(previous: list[TurnState]) -> str:
+def _asked_about_other(previous: list[TurnState], is_patient: Callable[[str], bool] | None = None) -> str:
     """The coach's last question was about someone else ("How's your husband doing?"): the answer starts there."""
     if not previous or previous[-1].turn.speaker == "patient":
         return ""
@@ -51,8 +52,9 @@ def _asked_about_other(previous: list[TurnState]) -> str:
             continue
         m = _ASKED_NAME.search(q)
         name = (m.group(1) or m.group(2)).lower() if m else ""
-        if name and name not in _CAPITAL_NOT_NAME and name not in ctx.CLINICIANS and name not in _NOT_A_PERSON:
-            return "named person"
+        if name and name not in _CAPITAL_NOT_NAME and name not in ctx.CLINICIANS and name not in _NOT_A_PERSON \
+                and not (is_patient and is_patient(name)):
+            return "named person"  # (the coach asking a typist "How is Irv doing?" about the patient is no other)
     # "Is he doing okay?", "How is she feeling?": a question about a third person and not about "you"
     for sent in previous[-1].sentences:
         if not sent.low.rstrip().endswith("?"):
@@ -162,9 +164,9 @@ class Discourse:
     prev_tail: str = ""
 
 
-def _discourse_at(previous: list[TurnState]) -> Discourse:
-    """The discourse a patient turn starts in, from the turns before it."""
-    carry = _asked_about_other(previous)
+def _discourse_at(previous: list[TurnState], is_patient: Callable[[str], bool] | None = None) -> Discourse:
+    """The discourse a patient turn starts in, from the turns before it (is_patient: the patient's own names)."""
+    carry = _asked_about_other(previous, is_patient)
     if not carry and previous and previous[-1].turn.speaker == "patient":
         carry = previous[-1].carry_out  # the answer about someone else goes on in the next message
     if not carry and len(previous) >= 2 and previous[-1].turn.speaker != "patient" and \

@@ -1,0 +1,89 @@
+"""Assertion classes behind false findings: a negation that runs past a comma splice, a vomiting idiom read as a stop,
+generic people and hearsay acted on, a first-person clause after a boundary (sentences written for these tests)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reconcile_app.narrative.assertion import default_context
+from reconcile_app.narrative.engines.rules import RulesExtractor
+from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+
+AT = datetime(2026, 5, 11, 18, 0, tzinfo=timezone(timedelta(hours=-6)))
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    return RulesExtractor(assertion="context")
+
+
+def run(extractor: RulesExtractor, text: str) -> list[MemoryDraft]:
+    turns = (TurnInput("t1", "coach", AT, "What is new since we last talked?"), TurnInput("t2", "patient", AT, text))
+    return extractor.extract_session(SessionInput("s1", AT, turns))
+
+
+def verdict(sentence: str, target: str):
+    start = sentence.index(target)
+    return default_context().assert_targets(sentence, [(start, start + len(target))])[0]
+
+
+@pytest.mark.parametrize("text", [
+    "no bingeing this week, not my style anymore, my therapist checks every time",
+    "Zero dizzy spells, not once, my counselor was happy to hear it.",
+    "didn't skip a meal, my dietitian would be proud",
+])
+def test_a_negation_ends_at_a_comma_splice_with_its_own_subject(extractor, text) -> None:
+    stops = [d for d in run(extractor, text) if d.attributes.get("action") == "stopped" and d.subject == "patient"]
+    assert not stops
+
+
+@pytest.mark.parametrize("sentence", ["No headaches at all, my pressure has been high though.",
+                                      "never had that, my pressure has been high"])
+def test_a_reading_after_the_splice_is_not_negated(sentence) -> None:
+    assert not verdict(sentence, "pressure").negated
+
+
+@pytest.mark.parametrize("text", [
+    "Last winter I couldn't keep water down for two days with that stomach flu.",
+    "the baby bug hit me, could not keep any food down sunday",
+])
+def test_could_not_keep_it_down_is_vomiting_not_a_stop(extractor, text) -> None:
+    stops = [d for d in run(extractor, text) if d.attributes.get("action") == "stopped"]
+    assert not stops
+
+
+def test_the_negation_still_holds_without_the_idiom() -> None:
+    assert verdict("I could not take the metformin on Sunday.", "metformin").negated
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("People online say magnesium helps cramps, so I tried it.", "magnesium"),
+    ("Everyone at church says turmeric fixes joints so I started taking it.", "turmeric"),
+    ("I read that people with arthritis can skip the methotrexate in summer, so we stopped it.", "methotrexate"),
+])
+def test_generic_claims_acted_on_are_the_patients(sentence, target) -> None:
+    result = verdict(sentence, target)
+    assert result.subject == "patient" and not result.hypothetical
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("People online say magnesium helps cramps.", "magnesium"),
+    ("Everyone at church swears turmeric fixes joints, I'm not buying it.", "turmeric"),
+    ("my cousin swears by ashwagandha for sleep", "ashwagandha"),
+])
+def test_generic_claims_and_hearsay_not_acted_on_are_not(sentence, target) -> None:
+    result = verdict(sentence, target)
+    assert result.subject != "patient" or result.hypothetical
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("My wife has a cold and I get nosebleeds.", "nosebleeds"),
+    ("Hubby is on insulin, and I started metformin.", "metformin"),
+])
+def test_a_first_person_clause_after_a_boundary_is_the_patients(sentence, target) -> None:
+    assert verdict(sentence, target).subject == "patient"
+
+
+def test_another_persons_clause_before_the_boundary_stays_theirs() -> None:
+    assert verdict("Hubby is on insulin, and I started metformin.", "insulin").subject == "other"
