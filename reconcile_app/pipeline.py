@@ -212,13 +212,14 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
 
     _set_status(session, Session.Pipeline.EXTRACTING)
     run = extraction_run_get_or_create(session=session, engine=engine)
-    extraction_run_execute(run_id=run.pk, engine=engine)
+    # The run as just read or created, with this session (its patient too), rather than read again by id.
+    extraction_run_execute(run_id=run.pk, engine=engine, run=run)
     snapshot = snapshot_latest(patient=session.patient)
     if snapshot is None:
         raise RetryableError("the patient's record has not been loaded yet")
     _set_status(session, Session.Pipeline.RECONCILING)
     rrun = reconciliation_run_get_or_create(session=session, snapshot=snapshot, engine=engine)
-    rrun = reconciliation_run_execute(run_id=rrun.pk, engine=engine)
+    rrun = reconciliation_run_execute(run_id=rrun.pk, engine=engine, run=rrun)
     if Session.objects.filter(pk=session.pk, withdrawn_at__isnull=False).exists():
         # Consent was withdrawn while the engines ran: revoke what they wrote after the withdrawal.
         session_revoke(session=session, reason="consent withdrawn while the session was processed")

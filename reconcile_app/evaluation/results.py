@@ -9,6 +9,8 @@ from reconcile_app.reconciliation.models import Finding, ReconciliationRun
 from reconcile_app.transcripts.models import Session
 
 REF_KEYS = ("resourceType", "id", "system", "code")
+# What the results document never reads of a memory (JSON to decode, the turn's words), left in the database.
+_UNREAD_MEMORY = ("attributes", "quote", "turn__text")
 
 
 def _latest_done(runs: list[Any]) -> dict[int, Any]:
@@ -37,11 +39,12 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
                                        .only("id", "session_id", "finished_at")))
     by_run: dict[int, list[Memory]] = {}
     for memory in (Memory.objects.filter(run_id__in=[r.pk for r in extraction.values()], origin=Memory.Origin.EXTRACTED)
-                   .exclude(status=Memory.Status.REVOKED).select_related("turn").order_by("seq")):
+                   .exclude(status=Memory.Status.REVOKED).select_related("turn").defer(*_UNREAD_MEMORY).order_by("seq")):
         by_run.setdefault(memory.run_id, []).append(memory)
     findings_by_run: dict[int, list[Finding]] = {}
     for finding in (Finding.objects.filter(run_id__in=[r.pk for r in reconciliation.values()])
-                    .select_related("memory", "memory__turn").order_by("memory__seq", "id")):
+                    .select_related("memory", "memory__turn").order_by("memory__seq", "id")
+                    .defer("justification", "gate_notes", *(f"memory__{name}" for name in _UNREAD_MEMORY))):
         findings_by_run.setdefault(finding.run_id, []).append(finding)
     memories: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []

@@ -1,9 +1,10 @@
 """Reads of the clinical stream."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
 
 from django.conf import settings
 from django.db.models import Max, OuterRef, QuerySet, Subquery
@@ -23,10 +24,30 @@ def snapshot_latest(*, patient: Patient | int) -> RecordSnapshot | None:
     return RecordSnapshot.objects.filter(patient=patient).defer("resources").order_by("-version").first()
 
 
-@lru_cache(maxsize=64)
+# Normalized records by (snapshot id, content hash): snapshots never change. Least recently used out first.
+_RECORDS: OrderedDict[tuple[int, str], ClinicalRecord] = OrderedDict()
+RECORDS_MAX = 64
+_RECORDS_LOCK = threading.Lock()
+
+
 def _record_for(snapshot_id: int, content_sha256: str) -> ClinicalRecord:
-    resources = RecordSnapshot.objects.filter(pk=snapshot_id).values_list("resources", flat=True).get()
-    return build_clinical_record(resources)
+    key = (snapshot_id, content_sha256)
+    record = _RECORDS.get(key)
+    if record is None:
+        resources = RecordSnapshot.objects.filter(pk=snapshot_id).values_list("resources", flat=True).get()
+        record = build_clinical_record(resources)
+    record_cache_put(snapshot_id=snapshot_id, content_sha256=content_sha256, record=record)
+    return record
+
+
+def record_cache_put(*, snapshot_id: int, content_sha256: str, record: ClinicalRecord) -> None:
+    """Keep the normalized record of a snapshot (snapshot_store gives the one it built from the resources it
+    stored, so the first read of a new snapshot does not decode its JSON again)."""
+    with _RECORDS_LOCK:  # threaded servers share it
+        _RECORDS[(snapshot_id, content_sha256)] = record
+        _RECORDS.move_to_end((snapshot_id, content_sha256))
+        while len(_RECORDS) > RECORDS_MAX:
+            _RECORDS.popitem(last=False)
 
 
 def clinical_record_for(*, snapshot: RecordSnapshot) -> ClinicalRecord:

@@ -27,6 +27,7 @@ from reconcile_app.smart.services import FhirAccess, fhir_access_for
 
 from .clinical import CLINICAL_TYPES, build_clinical_record, resources_from_bundle
 from .models import Patient, RecordPull, RecordSnapshot
+from .selectors import record_cache_put
 from .signals import record_changed
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ def snapshot_store(
                     resource_counts=dict(counts),
                     warnings=[*(warnings or []), *record.warnings],
                 )
+                # The record just built from these resources is the one a read of the stored JSON would build.
+                record_cache_put(snapshot_id=snapshot.pk, content_sha256=digest, record=record)
                 record_changed.send(sender=RecordSnapshot, patient_id=patient.pk, snapshot_id=snapshot.pk,
                                     previous_id=previous.pk if previous else None)
                 return snapshot

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, Subquery
 
 from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session
@@ -59,10 +59,9 @@ def memory_to_draft(memory: Memory) -> MemoryDraft:
 def memory_list_for_session(*, session: Session) -> QuerySet[Memory]:
     """Memories the engine extracted in the session's latest finished run (corrections are not the
     engine's: they are reconciled on their own when accepted)."""
-    run = ExtractionRun.objects.filter(session=session, status=ExtractionRun.Status.DONE).order_by("-finished_at", "-id").first()
-    if run is None:
-        return Memory.objects.none()
-    return (Memory.objects.filter(run=run, origin=Memory.Origin.EXTRACTED).exclude(status=Memory.Status.REVOKED)
+    # The run as a subquery: one statement (no run: NULL, no rows).
+    run = ExtractionRun.objects.filter(session=session, status=ExtractionRun.Status.DONE).order_by("-finished_at", "-id").values("pk")[:1]
+    return (Memory.objects.filter(run=Subquery(run), origin=Memory.Origin.EXTRACTED).exclude(status=Memory.Status.REVOKED)
             .select_related("turn").order_by("seq"))
 
 

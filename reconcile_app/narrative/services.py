@@ -53,13 +53,15 @@ def _memory_sha256(draft: MemoryDraft) -> str:
     return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
 
 
-def extraction_run_execute(*, run_id: int, engine: str | None = None) -> ExtractionRun:
+def extraction_run_execute(*, run_id: int, engine: str | None = None, run: ExtractionRun | None = None) -> ExtractionRun:
     """Idempotent: a done run is returned as is; a run left 'running' by a killed worker is redone.
 
     Memories are written in the same transaction that marks the run done, so a worker killed
-    mid-way leaves nothing behind and the redelivered task starts clean.
+    mid-way leaves nothing behind and the redelivered task starts clean. `run`: the row as the caller
+    has just read it with its session (the pipeline, from extraction_run_get_or_create), not read again.
     """
-    run = ExtractionRun.objects.select_related("session", "session__patient").get(pk=run_id)
+    if run is None or run.pk != run_id:
+        run = ExtractionRun.objects.select_related("session", "session__patient").get(pk=run_id)
     if run.status == ExtractionRun.Status.DONE:
         return run
     session = run.session

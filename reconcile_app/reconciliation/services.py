@@ -38,10 +38,13 @@ def reconciliation_run_get_or_create(*, session: Session, snapshot: RecordSnapsh
     return run
 
 
-def reconciliation_run_execute(*, run_id: int, engine: str | None = None) -> ReconciliationRun:
-    """Idempotent like extraction: findings are written with the 'done' mark in one transaction."""
-    # The snapshot's row without its resources: the record comes from the per-snapshot cache.
-    run = ReconciliationRun.objects.select_related("session", "session__patient", "snapshot").defer("snapshot__resources").get(pk=run_id)
+def reconciliation_run_execute(*, run_id: int, engine: str | None = None, run: ReconciliationRun | None = None) -> ReconciliationRun:
+    """Idempotent like extraction: findings are written with the 'done' mark in one transaction. `run`: the
+    row as the caller has just read it with its session and snapshot (the pipeline), not read again."""
+    if run is None or run.pk != run_id:
+        # The snapshot's row without its resources: the record comes from the per-snapshot cache.
+        run = (ReconciliationRun.objects.select_related("session", "session__patient", "snapshot").defer("snapshot__resources")
+               .get(pk=run_id))
     if run.status == ReconciliationRun.Status.DONE:
         return run
     session = run.session
