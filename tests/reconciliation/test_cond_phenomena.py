@@ -174,3 +174,28 @@ def test_a_small_change_since_a_weekday_stays_in_range() -> None:
     finding = judge(HEART_FAILURE, "measurement", "scale says 96 kg today, it was 95.5 on sunday",
                     kind="weight", value=96, unit="kg", baseline=95.5)
     assert finding.kind not in QUEUED
+
+
+# --- 1. a committed plan against the care plan's limits; a deferred or conditional one stays quiet ------------
+
+ALTITUDE_PLAN = _record("reconcile_rules_patient.json", {
+    "resourceType": "CarePlan", "id": "cp-altitude", "status": "active", "intent": "plan", "subject": {"reference": "Patient/p1"},
+    "activity": [{"detail": {"status": "in-progress", "description": "Stay below 8,000 feet of altitude; no ladders or roof work."}}]})
+
+
+@pytest.mark.parametrize(("category", "quote"), [
+    ("lifestyle", "signed up for a hut-to-hut trek next month, the passes top out at 11,200 feet"),
+    ("lifestyle", "gonna climb up and re-shingle the garage roof on saturday with my nephew"),
+])
+def test_a_committed_plan_the_care_plan_forbids_is_a_contradiction(category: str, quote: str) -> None:
+    finding = judge(ALTITUDE_PLAN, category, quote, Assertion.HYPOTHETICAL)
+    assert finding.kind == "contradiction" and finding.rule.endswith("+planned")
+    assert "cp-altitude" in {c.id for c in finding.citations}
+
+
+@pytest.mark.parametrize("quote", [
+    "signed up for a trek at 11,200 feet next month, but I'll run it by my cardiologist first",
+    "if the weather holds maybe we'd hike somewhere above 10,000 feet someday",
+])
+def test_a_deferred_or_conditional_plan_stays_hypothetical(quote: str) -> None:
+    assert judge(ALTITUDE_PLAN, "lifestyle", quote, Assertion.HYPOTHETICAL).kind not in QUEUED

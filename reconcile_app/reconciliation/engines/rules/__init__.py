@@ -4,7 +4,7 @@ curated knowledge tables, one module of small named rules per category.
 Decision order for one memory (`RulesReconciler._judge`):
   1. subject: another person's fact is no clinical relevance (unless the quote speaks of the patient alone);
   2. assertion: hypothetical or uncertain statements are not reconciled, except a committed plan of a live vaccine the
-     record contraindicates (immunization.py);
+     record contraindicates (immunization.py) or of an activity the care plan forbids or limits (careplan.py);
   3. pregnancy said in the quote (condition.py), before any category;
   4. drinking said with an alcohol use disorder in remission in the record (lifestyle.py), whatever the category;
      a red flag filed as chatter, when acute or made dangerous by the record (condition.py);
@@ -135,7 +135,7 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         if m.assertion == Assertion.HYPOTHETICAL:
             # a committed plan to do what the record forbids (a live vaccine on immunosuppression) is actionable now;
             # a conditional ("if the rash spreads I would ...") stays a hypothetical
-            planned = self._planned_live_vaccine(m, ctx)
+            planned = self._planned_live_vaccine(m, ctx) or self._planned_plan_breach(m, ctx)
             if planned is not None:
                 return planned
         if m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):

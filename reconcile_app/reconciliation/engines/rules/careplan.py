@@ -1,6 +1,7 @@
 """Care-plan memories: restrictions, abandoned therapies, lapsed activities and diets, read from the plan's own text."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from functools import lru_cache
@@ -18,6 +19,7 @@ from reconcile_app.terminology.lexicon import ALIASES_PATH
 from .cues import DIET_GENERIC, DIET_LAPSE, DIET_NAME, HEDGED, NEW_MEDICINE_RULE, STOP
 from .cues import pattern as cue_pattern_of
 from .cues import words as cue_words
+from .immunization import committed_plan
 from .plantext import (
     PlanItem, ambiguous_for, disuse_in, done_by_patient, habit_in, intake_in, item_active, mentions, number_value, plan_items, quantities,
     vocabulary,
@@ -92,6 +94,21 @@ class CarePlanRules:
                 if stems(phrase) <= words:
                     return restriction.careplan, restriction.text
         return None
+
+    def _planned_plan_breach(self, m: MemoryDraft, ctx: Context) -> Verdict | None:
+        """A committed plan to do what the care plan forbids or limits ("booked a ski week at 9,600 feet" under an
+        altitude limit, "getting on the roof Saturday" under a no-heights rule): read as if done, and kept only when
+        it breaches a forbidden or limited activity; a plan the patient will first clear with a clinician, or a
+        conditional, stays a hypothetical (ConText hypothetical triggers; TimeML future modality)."""
+        if m.category not in ("lifestyle", "care_activity") or not committed_plan(regex_text(m.quote)):
+            return None
+        handler = self._care_activity if m.category == "care_activity" else self._lifestyle
+        verdict = handler(dataclasses.replace(m, assertion=Assertion.AFFIRMED), ctx)
+        if verdict.kind != CONTRA or not verdict.rule.startswith(("careplan-forbidden", "careplan-limit")):
+            return None
+        verdict.rule = f"{verdict.rule}+planned"
+        verdict.explanation = f"Planned: {verdict.explanation}"
+        return verdict
 
     def _care_activity(self, m: MemoryDraft, ctx: Context) -> Verdict:
         """In order: a delivery device taken off, an abandoned therapy, what the plan's own text asks or forbids (a

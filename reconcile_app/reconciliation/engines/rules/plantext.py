@@ -18,6 +18,11 @@ from reconcile_app.fhir.clinical import ClinicalEntry, State
 from reconcile_app.reconciliation.knowledge import DATA_DIR, norm, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import RecordIndex, careplan_activities
 
+from .cues import pattern as cue_pattern_of
+
+# data/cues/cond_plans.json: "No skipped snacks" forbids skipping, not snacks
+PRIVATIVE_ACT = cue_pattern_of("privative_act")
+
 
 @dataclass(frozen=True)
 class Concept:
@@ -201,6 +206,8 @@ def _clause_items(entry: ClinicalEntry, clause: str, concepts: dict[str, Concept
         item_mode = concept.plan_mode or (mode if mode else ("use" if concept.kind == "device" else ""))
         if not item_mode:
             continue
+        if item_mode == "avoid" and named and all(_doubly_negated(low, t, reading) for t in named):
+            continue  # "No skipped snacks", "never go without breakfast": the plan asks for the thing
         limit, per = None, ""
         if concept.unit and item_mode in ("avoid", "limit"):
             found = quantities(low, concept.unit)
@@ -213,6 +220,20 @@ def _clause_items(entry: ClinicalEntry, clause: str, concepts: dict[str, Concept
             continue  # "limit alcohol" without an amount: only the table's excess rules apply
         out.append(PlanItem(entry, clause, item_mode, concept.id, limit, per))
     return out
+
+
+def _doubly_negated(low: str, term: str, reading: Reading) -> bool:
+    """The term follows a privative act ("skipped", "go without") that itself follows a prohibition in the clause
+    ("no", "do not", "never"): two negations, so the plan requires the thing (Horn 1989, double negation)."""
+    at = low.find(f" {term}")
+    if at < 0:
+        return False
+    before = low[:at]
+    privative = [m for m in PRIVATIVE_ACT.finditer(before)]
+    if not privative:
+        return False
+    head = before[:privative[-1].start()]
+    return any(f" {cue}" in head or (cue.startswith(" ") and cue in head) for cue in reading.avoid)
 
 
 _QUALIFIED = re.compile(r"^(?:after|before|until|unless|if|when|once) (?:\d|the|you|your|week|month|day|surgery)")
