@@ -175,6 +175,24 @@ CLINICAL_ROUND4 = [
 
 ROUND4_AUTHORS = {"pia": 3, "quy": 3, "raf": 3, "sol": 3}
 
+# Round 5 (the validation split's second half): twelve more pictures, four more authors.
+CLINICAL_ROUND5 = [
+ ("cardiology", "35", "f", "peripartum cardiomyopathy two years ago, now on metoprolol succinate, lisinopril and spironolactone, hoping for another pregnancy, iron deficiency"),
+ ("cardiology", "80", "m", "severe aortic stenosis awaiting valve replacement, hypertension on amlodipine, atorvastatin, dizzy on exertion; the plan limits heavy exertion"),
+ ("endocrinology", "44", "f", "type 1 diabetes on an insulin pump with hypoglycemia unawareness, hypothyroidism, nasal glucagon prescribed, drives for work"),
+ ("nephrology", "63", "m", "recurrent kidney stones and gout on allopurinol and potassium citrate, hydrochlorothiazide, a daily fluid goal in the plan, CKD stage 2"),
+ ("psychiatry", "34", "f", "bipolar II disorder on lamotrigine and lurasidone, on a combined estrogen birth-control pill, drinks on weekends, insomnia"),
+ ("neurology", "58", "m", "epilepsy after a brain bleed years ago on phenytoin (levels monitored), hypertension, gum overgrowth, a driving restriction in the plan"),
+ ("GI/allergy", "27", "m", "eosinophilic esophagitis with a past food impaction on budesonide and omeprazole, asthma, peanut allergy with an epinephrine auto-injector"),
+ ("oncology", "66", "f", "metastatic breast cancer on palbociclib and letrozole with blood-count checks, bone metastases on denosumab injections, calcium and vitamin D"),
+ ("hematology", "72", "m", "polycythemia vera on hydroxyurea and aspirin with regular phlebotomies, gout, hypertension"),
+ ("hepatology", "47", "f", "chronic hepatitis B on entecavir, type 2 diabetes on sitagliptin and metformin, obesity, fatty liver"),
+ ("lung", "62", "f", "sarcoidosis on prednisone and methotrexate, past uveitis, osteopenia, a high-calcium history with no vitamin D supplements in the plan"),
+ ("geriatrics", "68", "f", "recurrent urinary infections on nitrofurantoin prophylaxis, overactive bladder on oxybutynin, mild cognitive impairment, osteoporosis; her son types some replies"),
+]
+
+ROUND5_AUTHORS = {"tia": 3, "uma": 3, "vic": 3, "wes": 3}
+
 
 def write_round(out: Path, *, clinical_list: list, authors: dict[str, int], seed: int) -> None:
     rng = random.Random(seed)
@@ -250,5 +268,6 @@ def main():
     print("clinical briefs used:", idx, "of", len(CLINICAL))
     write_round(out, clinical_list=CLINICAL_ROUND3, authors=ROUND3_AUTHORS, seed=20261202)
     write_round(out, clinical_list=CLINICAL_ROUND4, authors=ROUND4_AUTHORS, seed=20261203)
+    write_round(out, clinical_list=CLINICAL_ROUND5, authors=ROUND5_AUTHORS, seed=20261204)
 
 main()
