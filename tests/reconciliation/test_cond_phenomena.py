@@ -199,3 +199,21 @@ def test_a_committed_plan_the_care_plan_forbids_is_a_contradiction(category: str
 ])
 def test_a_deferred_or_conditional_plan_stays_hypothetical(quote: str) -> None:
     assert judge(ALTITUDE_PLAN, "lifestyle", quote, Assertion.HYPOTHETICAL).kind not in QUEUED
+
+
+# --- 3. 'they stopped' after a condition: the complaint ended, or someone stopped a thing ---------------------
+
+@pytest.mark.parametrize("quote", [
+    "The chart still has migraine on it. Honestly they just stopped on their own a couple years back",
+    "Migraine is on my list. They quit completely after I had my youngest",
+])
+def test_an_intransitive_stop_after_the_condition_is_its_resolution(quote: str) -> None:
+    assert judge(EPISODIC, "condition", quote, name="migraine").kind == "contradiction"
+
+
+@pytest.mark.parametrize("quote", [
+    "Migraine is on my list. They stopped sumatriptan at the neuro visit though",
+    "Migraine is on my list. They stopped metformin last spring instead",
+])
+def test_a_stop_with_an_object_is_someone_stopping_a_thing(quote: str) -> None:
+    assert judge(EPISODIC, "condition", quote, name="migraine").kind != "contradiction"

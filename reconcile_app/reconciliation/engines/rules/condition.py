@@ -40,6 +40,7 @@ HABITUAL_GET = cue_pattern_of("habitual_get")
 RESOLVED_INFORMAL = cue_pattern_of("resolved_informal")
 PEOPLE_REFERENT = cue_pattern_of("people_referent")
 PERSON_STOP_COMPLEMENT = cue_pattern_of("person_stop_complement")
+INTRANSITIVE_STOP_TAIL = cue_pattern_of("intransitive_stop_tail")
 # the same frame a couple of words back ("I get so out of breath": the frame governs "breath" two words on)
 _HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
 CHANGE_WORDS = cue_pattern_of("change_words")
@@ -462,9 +463,13 @@ def _resolved_after(m: MemoryDraft, ctx: Context) -> bool:
 
 
 def _stop_of_people(text: str, at: int) -> bool:
-    """"they stopped by", "they stopped calling": the stop's complement is one only people take."""
+    """"they stopped by", "they stopped calling", "they stopped metformin": the stop takes a complement only people
+    take, or an object (someone stopped a thing); only an intransitive stop ("they just stopped on their own") says
+    the complaint itself ended (Levin 1993: the causative/inchoative alternation of stop and quit)."""
     word = re.match(r"\w+", text[at:])
-    return bool(word and PERSON_STOP_COMPLEMENT.match(text, at + word.end()))
+    if not word:
+        return False
+    return bool(PERSON_STOP_COMPLEMENT.match(text, at + word.end())) or not INTRANSITIVE_STOP_TAIL.match(text, at + word.end())
 
 
 def _pronoun_points_to_people(text: str, hit: re.Match[str]) -> bool:
