@@ -232,6 +232,7 @@ def _sessions_store(*, upload: Upload, patient: Patient, parsed: ParsedTranscrip
                                                                  external_id__in=[p.id for p in parsed.sessions])}
     summary: dict[str, Any] = {"sessions": [s.id for s in parsed.sessions], "added": [], "unchanged": [], "conflicts": [], "withdrawn": [],
                                "collapsed_turns": 0}
+    added: list[tuple[Session, list[tuple[Any, int]]]] = []
     for ps in parsed.sessions:
         digest = parsed_session_sha256(ps)
         known = existing.get(ps.id)
@@ -243,16 +244,18 @@ def _sessions_store(*, upload: Upload, patient: Patient, parsed: ParsedTranscrip
             else:
                 summary["conflicts"].append({"session": ps.id, "reason": "a session with this id was imported before with different content"})
             continue
-        session = Session.objects.create(patient=patient, upload=upload, namespace=namespace, external_id=ps.id,
-                                         started_at=ps.started_at, content_sha256=digest)
         kept = turns_collapse(ps.turns)  # a statement repeated in the session is extracted once
-        Turn.objects.bulk_create(
-            Turn(session=session, external_id=t.id, seq=i, speaker=t.speaker, speaker_label=t.speaker_label[:60], at=t.at, text=t.text,
-                 repeats=repeats)
-            for i, (t, repeats) in enumerate(kept, start=1)
-        )
+        added.append((Session(patient=patient, upload=upload, namespace=namespace, external_id=ps.id, started_at=ps.started_at,
+                              content_sha256=digest), kept))
         summary["collapsed_turns"] += len(ps.turns) - len(kept)
         summary["added"].append(ps.id)
+    # The new sessions in one INSERT and all their turns in another (in the same order as one by one: same ids).
+    Session.objects.bulk_create([session for session, _ in added])
+    Turn.objects.bulk_create(
+        Turn(session=session, external_id=t.id, seq=i, speaker=t.speaker, speaker_label=t.speaker_label[:60], at=t.at, text=t.text,
+             repeats=repeats)
+        for session, kept in added for i, (t, repeats) in enumerate(kept, start=1)
+    )
     return summary
 
 
