@@ -217,3 +217,21 @@ def test_an_intransitive_stop_after_the_condition_is_its_resolution(quote: str) 
 ])
 def test_a_stop_with_an_object_is_someone_stopping_a_thing(quote: str) -> None:
     assert judge(EPISODIC, "condition", quote, name="migraine").kind != "contradiction"
+
+
+# --- a person's possessive after a locative preposition is a place (the local genitive) -------------------------
+
+@pytest.mark.parametrize("quote", [
+    "I stepped on the scale over at my aunt's place and it said 96 kg, was 91.5 on sunday",
+    "I weighed myself at my son's house, 96 kg, and it was 91.5 on sunday at home",
+])
+def test_a_reading_taken_at_someone_elses_house_is_the_patients(quote: str) -> None:
+    finding = ENGINE.reconcile([memory("measurement", quote, subject="other",
+                                       attributes={"kind": "weight", "value": 96, "unit": "kg", "baseline": 91.5})], HEART_FAILURE)[0]
+    assert finding.kind == "gap"
+
+
+def test_another_persons_reading_stays_theirs() -> None:
+    finding = ENGINE.reconcile([memory("measurement", "my aunt's scale said she was 96 kg, up from 91.5 on sunday", subject="other",
+                                       attributes={"kind": "weight", "value": 96, "unit": "kg", "baseline": 91.5})], HEART_FAILURE)[0]
+    assert finding.kind not in QUEUED

@@ -13,6 +13,10 @@ from reconcile_app.reconciliation.matching import RecordIndex
 from reconcile_app.reconciliation.types import Citation, FindingCategory, FindingKind, SEVERITY_RANK, Severity
 
 from .cues import FIRST_SUBJECT, PAST_EXPRESSION, RELATION, THIRD_PRONOUN
+from .cues import pattern as cue_pattern_of
+
+# data/cues/cond_resolution.json: "at my mom's" is a place (the local genitive), not another person's fact
+PLACE_OF_PERSON = cue_pattern_of("place_of_person")
 
 
 AGREE, CONTRA, GAP, NCR = (FindingKind.AGREEMENT, FindingKind.CONTRADICTION, FindingKind.GAP, FindingKind.NO_CLINICAL_RELEVANCE)
@@ -220,6 +224,7 @@ def _with_attributes(m: MemoryDraft, attributes: dict) -> MemoryDraft:
 
 def _only_the_patient_in(quote: str) -> bool:
     """The quote speaks of the patient alone: first person, no third-person pronoun, relation or proper name."""
+    quote = PLACE_OF_PERSON.sub(" there ", quote)  # "on the scale at my mom's": a place, not another experiencer
     text = regex_text(quote)
     if not FIRST_SUBJECT.search(text) or THIRD_PRONOUN.search(text) or RELATION.search(text):
         return False
