@@ -233,6 +233,8 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")
 OPENAI_MODEL = env_str("OPENAI_MODEL", "gpt-4o")
 OPENAI_TIMEOUT_SECONDS = env_int("OPENAI_TIMEOUT_SECONDS", 60)
 OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 2)
+# Validated answers kept per process (memory only) for requests asked again word for word: 0 turns it off.
+LLM_ANSWER_CACHE_SIZE = env_int("LLM_ANSWER_CACHE_SIZE", 256)
 
 # SMART on FHIR.
 SMART_SANDBOX_ENABLED = env_bool("SMART_SANDBOX_ENABLED", False)

@@ -13,6 +13,8 @@ STORAGES = {
 }
 # Without a broker the pipeline runs eagerly in-process; with one (CI), the `services`
 # tests send real messages to a real worker.
+# Fake endpoints answer request by request from a script; the tests that want the answer cache turn it on.
+LLM_ANSWER_CACHE_SIZE = 0
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL")
 CELERY_TASK_EAGER_PROPAGATES = True

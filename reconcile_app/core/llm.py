@@ -1,11 +1,15 @@
 """The OpenAI-compatible client: JSON-schema structured output, token counts, and errors that say whether to retry."""
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import logging
 import re
+import threading
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from string import Template
@@ -31,9 +35,57 @@ class LlmResult:
     model: str
     repaired: bool = False  # the first answer failed to parse or validate; this one came from the repair turn
     finish_reason: str = ""
+    cached: bool = False  # answered from this process's answer cache: no call was made, no token spent
 
     def usage(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": 2 if self.repaired else 1}
+        calls = 0 if self.cached else 2 if self.repaired else 1
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": calls}
+
+
+class AnswerCache:
+    """The validated answers of this process's recent calls, by a hash of everything the endpoint sees.
+
+    The engines ask at temperature 0 with a fixed seed, so the same request deserves the same answer:
+    the hybrid reconciler asks exactly what the LLM reconciler asked for the same memories, and a
+    re-evaluation asks again what nothing has changed. Kept in memory only and bounded (the prompts
+    and answers carry patient text, which is never written to a shared cache); LLM_ANSWER_CACHE_SIZE
+    entries, 0 turns it off.
+    """
+
+    def __init__(self) -> None:
+        self._answers: OrderedDict[str, LlmResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(**request: Any) -> str:
+        return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+
+    def get(self, key: str) -> LlmResult | None:
+        with self._lock:
+            found = self._answers.get(key)
+            if found is not None:
+                self._answers.move_to_end(key)
+        if found is None:
+            return None
+        # A copy with no tokens: the caller may change its data, and no call was paid for.
+        return replace(found, data=copy.deepcopy(found.data), prompt_tokens=0, completion_tokens=0, cached=True)
+
+    def put(self, key: str, result: LlmResult, *, size: int) -> None:
+        with self._lock:
+            self._answers[key] = replace(result, data=copy.deepcopy(result.data))
+            self._answers.move_to_end(key)
+            while len(self._answers) > size:
+                self._answers.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+ANSWERS = AnswerCache()
 
 
 class SchemaError(ValueError):
@@ -188,7 +240,21 @@ class LlmClient:
         temperature: float = 0.0,
         seed: int = 7,
     ) -> LlmResult:
-        """Ask for one JSON object that fits `schema`; one repair turn if it doesn't, then PermanentError."""
+        """Ask for one JSON object that fits `schema`; one repair turn if it doesn't, then PermanentError.
+        A request this process has already had answered is answered from the AnswerCache."""
+        size = int(getattr(settings, "LLM_ANSWER_CACHE_SIZE", 0))
+        key = ANSWERS.key(base_url=self.base_url, model=self.model, messages=messages, schema_name=schema_name, schema=schema,
+                          max_tokens=max_tokens, temperature=temperature, seed=seed) if size > 0 else ""
+        if key and (cached := ANSWERS.get(key)) is not None:
+            logger.info("llm call: schema=%s model=%s answered from the cache", schema_name, self.model)
+            return cached
+        result = self._complete(messages, schema_name, schema, max_tokens, temperature, seed)
+        if key:
+            ANSWERS.put(key, result, size=size)
+        return result
+
+    def _complete(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any],
+                  max_tokens: int, temperature: float, seed: int) -> LlmResult:
         started = time.monotonic()
         response = self._create(messages, schema_name, schema, max_tokens, temperature, seed)
         prompt_tokens, completion_tokens = _usage(response)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconcile_app.core.exceptions import RetryableError
-from reconcile_app.core.llm import LlmClient
+from reconcile_app.core.llm import ANSWERS, LlmClient
 from reconcile_app.fhir.clinical import State
 from reconcile_app.fhir.selectors import clinical_record_for
 from reconcile_app.fhir.services import snapshot_import_bundle
@@ -53,6 +53,8 @@ def llm(settings, llm_base_url: str):  # type: ignore[no-untyped-def]
     # A token is at least one character, and with these sizes the bounded schemas allow under 3,000
     # characters per answer: no answer can be cut mid-JSON, however the model rambles.
     settings.LLM_MAX_TOKENS = 3072
+    settings.LLM_ANSWER_CACHE_SIZE = 64  # as in production: a request asked again word for word is not sent again
+    ANSWERS.clear()
     return settings
 
 
@@ -104,7 +106,7 @@ def test_llm_and_hybrid_engines_end_to_end_over_a_dev_patient(llm, dev_set: Path
     rules_run = extraction_run_execute(run_id=extraction_run_get_or_create(session=session, engine="rules").pk, engine="rules")
     memories = Memory.objects.filter(run=rules_run).count()
     assert memories > 0
-    findings = {}
+    findings, answers = {}, {}
     for engine in ("rules", "llm", "hybrid"):
         run = reconciliation_run_execute(
             run_id=reconciliation_run_get_or_create(session=session, snapshot=snapshot, engine=engine).pk, engine=engine
@@ -112,6 +114,9 @@ def test_llm_and_hybrid_engines_end_to_end_over_a_dev_patient(llm, dev_set: Path
         assert run.status == ReconciliationRun.Status.DONE
         findings[engine] = {f.memory_id: f for f in Finding.objects.filter(run=run)}
         assert len(findings[engine]) == memories  # one finding per memory, whatever the model said
+        answers[engine] = len(ANSWERS)
+    # The hybrid asks the model exactly what the LLM reconciler asked: answered from the cache, no new call.
+    assert answers["llm"] > answers["rules"] and answers["hybrid"] == answers["llm"]
 
     assert any(f.kind in ("contradiction", "gap") for f in findings["rules"].values())  # the floor has work to do
     record = clinical_record_for(snapshot=snapshot)
