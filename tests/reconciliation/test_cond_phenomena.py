@@ -235,3 +235,23 @@ def test_another_persons_reading_stays_theirs() -> None:
     finding = ENGINE.reconcile([memory("measurement", "my aunt's scale said she was 96 kg, up from 91.5 on sunday", subject="other",
                                        attributes={"kind": "weight", "value": 96, "unit": "kg", "baseline": 91.5})], HEART_FAILURE)[0]
     assert finding.kind not in QUEUED
+
+
+# --- a sign recalled as shared history in chatter; fever on dialysis ------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "remember when I kept throwing up all day every day? that's so over now",
+    "you know how early on I could not keep anything down, totally different now",
+])
+def test_a_sign_recalled_as_history_in_chatter_is_no_new_red_flag(quote: str) -> None:
+    assert judge(PREGNANT, "lifestyle", quote).kind not in QUEUED
+
+
+def test_the_same_sign_reported_now_still_flags() -> None:
+    assert judge(PREGNANT, "lifestyle", "I can't keep anything down since Tuesday, not even water").kind == "gap"
+
+
+def test_fever_in_a_dialysis_patient_is_safety_critical() -> None:
+    dialysis = _record("reconcile_nka_patient.json", _condition("cond-esrd", "46177005", "End-stage renal disease (disorder)"))
+    finding = judge(dialysis, "symptom", "got the shakes and chills after my run on the machine, felt feverish all night")
+    assert finding.kind == "gap" and finding.safety_critical and "cond-esrd" in {c.id for c in finding.citations}

@@ -41,6 +41,7 @@ RESOLVED_INFORMAL = cue_pattern_of("resolved_informal")
 PEOPLE_REFERENT = cue_pattern_of("people_referent")
 PERSON_STOP_COMPLEMENT = cue_pattern_of("person_stop_complement")
 INTRANSITIVE_STOP_TAIL = cue_pattern_of("intransitive_stop_tail")
+RECALLED_PAST = cue_pattern_of("recalled_past")
 # the same frame a couple of words back ("I get so out of breath": the frame governs "breath" two words on)
 _HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
 CHANGE_WORDS = cue_pattern_of("change_words")
@@ -101,8 +102,10 @@ class ConditionRules:
         cites what makes it dangerous (the conditions and drug classes of its row, its lab, the plan that watches it).
         reread: the memory was filed as chatter, so only a flag that is acute or that the record makes dangerous counts."""
         quote = regex_text(m.quote)
-        if _dated_past(quote, m.mention_time) or (reread and PAST_HABIT.search(quote)):
-            return None  # a retold history ("in June of 2022 the bleeding started") or a past habit is no new red flag
+        if _dated_past(quote, m.mention_time) or (reread and (PAST_HABIT.search(quote) or RECALLED_PAST.search(quote))):
+            # a retold history ("in June of 2022 the bleeding started"), a past habit or, in chatter, a sign recalled
+            # as shared history ("remember when I ...", "at the start") is no new red flag
+            return None
         kept = self._red_flags_said(m, ctx, text, only_classes)
         if reread:
             kept = [f for f in kept if _acute(f) or (f.safety and self._flag_context(f, ctx))]
