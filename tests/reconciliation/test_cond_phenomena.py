@@ -255,3 +255,28 @@ def test_fever_in_a_dialysis_patient_is_safety_critical() -> None:
     dialysis = _record("reconcile_nka_patient.json", _condition("cond-esrd", "46177005", "End-stage renal disease (disorder)"))
     finding = judge(dialysis, "symptom", "got the shakes and chills after my run on the machine, felt feverish all night")
     assert finding.kind == "gap" and finding.safety_critical and "cond-esrd" in {c.id for c in finding.citations}
+
+
+# --- the patient measured with another person's help or device --------------------------------------------------
+
+NO_DIABETES = _record("reconcile_nka_patient.json")
+
+
+@pytest.mark.parametrize("quote", [
+    "my aunt is diabetic so she had me prick my finger on her meter after lunch and it read 268",
+    "my brother made me try his meter since I've been so thirsty, 259 two hours after pizza",
+])
+def test_a_reading_taken_on_the_patient_with_someone_elses_meter_is_the_patients(quote: str) -> None:
+    finding = ENGINE.reconcile([memory("measurement", quote, subject="other",
+                                       attributes={"kind": "glucose", "value": 268, "unit": "mg/dL"})], NO_DIABETES)[0]
+    assert finding.kind == "gap"
+
+
+@pytest.mark.parametrize("quote", [
+    "my aunt had me check her sugar on her meter and she was 268",
+    "I pricked my mom's finger for her, her sugar read 268",
+])
+def test_a_reading_of_the_other_person_stays_theirs(quote: str) -> None:
+    finding = ENGINE.reconcile([memory("measurement", quote, subject="other",
+                                       attributes={"kind": "glucose", "value": 268, "unit": "mg/dL"})], NO_DIABETES)[0]
+    assert finding.kind not in QUEUED

@@ -38,10 +38,16 @@ from .medication import MedicationRules
 from .observation import ObservationRules
 from .procedure import ProcedureRules
 from .cues import PREGNANT
+from .cues import pattern as cue_pattern_of
 from .verdict import (
     CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _CONCEPT_ATTRIBUTES, _citation,
     _elapsed, _only_the_patient_in, _record_category, _repeat_key, _sentences, _text,
 )
+
+
+# data/cues/cond_resolution.json: who was measured when another person helped ("she had me prick my finger")
+MEASURED_ON_PATIENT = cue_pattern_of("measured_on_patient")
+READING_OF_OTHER = cue_pattern_of("reading_of_other")
 
 
 class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRules, ObservationRules, ProcedureRules, ImmunizationRules, CarePlanRules, LifestyleRules, Reconciler):
@@ -130,7 +136,7 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
 
     def _judge(self, m: MemoryDraft, ctx: Context) -> Verdict:
         category = m.category
-        if m.subject != Subject.PATIENT and not _only_the_patient_in(m.quote):
+        if m.subject != Subject.PATIENT and not _only_the_patient_in(m.quote) and not _measured_on_the_patient(m):
             return Verdict(NCR, _record_category(category), "subject-other", explanation="About another person, not the patient.")
         if m.assertion == Assertion.HYPOTHETICAL:
             # a committed plan to do what the record forbids (a live vaccine on immunosuppression) is actionable now;
@@ -182,6 +188,14 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             if smoking is not None:
                 return smoking
         return verdict
+
+
+def _measured_on_the_patient(m: MemoryDraft) -> bool:
+    """A reading taken on the patient though another person helped or owned the device ("mom made me prick my finger
+    with her meter: 247"): the patient is the one measured (causative frame, the act on the patient's own body) and no
+    reading is said to be the other person's."""
+    quote = regex_text(m.quote)
+    return m.category == "measurement" and bool(MEASURED_ON_PATIENT.search(quote)) and not READING_OF_OTHER.search(quote)
 
 
 def _concept(m: MemoryDraft) -> str:
