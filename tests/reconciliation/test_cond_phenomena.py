@@ -280,3 +280,21 @@ def test_a_reading_of_the_other_person_stays_theirs(quote: str) -> None:
     finding = ENGINE.reconcile([memory("measurement", quote, subject="other",
                                        attributes={"kind": "glucose", "value": 268, "unit": "mg/dL"})], NO_DIABETES)[0]
     assert finding.kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", [
+    "if my ferritin is still low in june I'm gonna ask about the iron infusion instead of tablets",
+    "if the cough hangs on I will ask about azithromycin",
+])
+def test_a_conditional_plan_names_no_new_reaction(quote: str) -> None:
+    assert judge(NO_DIABETES, "allergy", quote, substance="iron").kind not in QUEUED
+
+
+@pytest.mark.parametrize(("quote", "queued"), [
+    ("my iron, it's always on the low side", False),
+    ("I'm allergic to shellfish, found out at a wedding", True),
+    ("iron tablets make me sick to my stomach every time", True),
+])
+def test_a_substance_named_without_any_reaction_is_no_allergy_gap(quote: str, queued: bool) -> None:
+    substance = "iron" if "iron" in quote else "shellfish"
+    assert (judge(NO_DIABETES, "allergy", quote, substance=substance).kind in QUEUED) is queued

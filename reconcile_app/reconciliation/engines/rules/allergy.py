@@ -9,12 +9,15 @@ from reconcile_app.reconciliation.knowledge import Knowledge, regex_text, split_
 from reconcile_app.reconciliation.matching import DrugMention, allergens_in_text, drugs_in_text
 from reconcile_app.reconciliation.types import Severity
 
-from .cues import ALLERGY_NOT_MINE, ALLERGY_RECALLED, ENVIRONMENTAL, EXPOSURE, TOLERATED
+from .cues import ALLERGY_NOT_MINE, ALLERGY_RECALLED, ENVIRONMENTAL, EXPOSURE, REACTION, TOLERATED
 from .cues import pattern as cue_pattern_of
 
 # data/cues/cond_plans.json: "if I took it I'd break out" is a counterfactual, not an exposure
 PLAN_CONDITIONAL = cue_pattern_of("plan_conditional")
-_COUNTERFACTUAL = re.compile(r"\b(?:would|wouldn'?t|'d|might|could|probably)\b")
+# the words that make a statement about a substance an allergy statement (AAAAI/ACAAI 2022 drug allergy practice
+# parameter: a reaction history, or the patient's own allergy label); a lab level or a plan is neither
+ALLERGY_WORD = re.compile(r"\b(?:allerg\w*|intoleran\w*|sensitiv\w*|can'?t (?:take|have|tolerate)|makes? me (?:sick|throw up|itch\w*|swell)|sick from|react\w*|side effects?|anaphyla\w*|epi-?pen)\b")
+_COUNTERFACTUAL = re.compile(r"\b(?:would|wouldn'?t|'d|might|could|probably|gonna|going to|will|'ll|ill|ask(?:ing)? about)\b")
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _short
 
 
@@ -58,6 +61,9 @@ class AllergyRules:
             return Verdict(NCR, Cat.ALLERGY, "allergy-none", explanation="No reaction reported; nothing to reconcile.")
         if not (allergen_ids or mention.drugs):
             return self._condition(m, ctx)
+        if _counterfactual(quote) and not active:
+            # "if it's still low I'm gonna ask about IV iron instead of pills": a conditional plan names no reaction
+            return Verdict(NCR, Cat.ALLERGY, "allergy-conditional", explanation="A conditional or planned exposure; no reaction reported.")
         if active:
             # the exposure may be told in the turn around the reaction ("took one Sunday... my lips felt puffy")
             exposed = EXPOSURE.search(quote) or ((stated == "new" or reaction) and EXPOSURE.search(regex_text(ctx.around(m))))
@@ -68,6 +74,9 @@ class AllergyRules:
                 orders = ctx.idx.match_meds(mention)
                 return v.cite(*active, *orders.active, *orders.historical)
             return Verdict(AGREE, Cat.ALLERGY, "allergy-known", explanation=f"Record lists {_short(active[0])} as an active allergy.").cite(*active)
+        if not (reaction or REACTION.search(quote) or ALLERGY_WORD.search(quote) or EXPOSURE.search(quote)):
+            # "my iron, it's always kinda low": a substance named with no reaction, no allergy word and no exposure
+            return Verdict(NCR, Cat.ALLERGY, "allergy-no-reaction-said", explanation="A substance named without a reaction.")
         rule = "allergy-reaction-inactive" if inactive else "allergy-new-reaction"
         v = Verdict(GAP, Cat.ALLERGY, rule, Severity.MEDIUM, False,
                     "Patient reports a reaction to " + (substance or ", ".join(sorted(mention.names)) or "a substance") + " that the allergy list does not show.")
@@ -129,6 +138,7 @@ class AllergyRules:
 
 
 def _counterfactual(quote: str) -> bool:
-    """"if I took penicillin I'd break out", "if they gave me sulfa I would swell up": a conditional with a modal is
-    what would happen, not an exposure (ConText hypothetical triggers: if, would, could, might)."""
+    """"if I took penicillin I'd break out", "if they gave me sulfa I would swell up", "if it stays low I'm gonna ask
+    about the IV kind": a conditional with a modal or a future is what would happen, not an exposure (ConText
+    hypothetical triggers: if, would, could, might; TimeML future modality)."""
     return bool(re.search(r"\bif\b", quote)) and bool(_COUNTERFACTUAL.search(quote))
