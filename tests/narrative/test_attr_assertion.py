@@ -87,3 +87,68 @@ def test_a_first_person_clause_after_a_boundary_is_the_patients(sentence, target
 
 def test_another_persons_clause_before_the_boundary_stays_theirs() -> None:
     assert verdict("Hubby is on insulin, and I started metformin.", "insulin").subject == "other"
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("The doctors said it was a mild stroke and they put him on aspirin.", "mild stroke"),
+    ("They think it's shingles and started her on valacyclovir.", "shingles"),
+])
+def test_a_finding_the_clinicians_put_on_someone_named_after_it_is_theirs(sentence, target) -> None:
+    assert verdict(sentence, target).subject == "other"
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("They said it's a mild stroke and they put me on aspirin.", "mild stroke"),
+    ("The doctor said it's shingles, so I'm on valacyclovir now.", "shingles"),
+])
+def test_with_the_patient_in_the_sentence_the_finding_stays_the_patients(sentence, target) -> None:
+    assert verdict(sentence, target).subject == "patient"
+
+
+@pytest.mark.parametrize("text", [
+    "I saw on a forum there's a monthly shot now instead of the daily pill. Sunlenca, I think. Just curious.",
+    "my aunt heard on the radio about a new weight loss pill. rybelsus maybe.",
+])
+def test_a_verbless_fragment_goes_on_with_the_hearsay_before_it(extractor, text) -> None:
+    meds = [d for d in run(extractor, text) if d.category == "medication" and d.subject == "patient"]
+    assert all(d.assertion != "affirmed" for d in meds)
+
+
+def test_a_fragment_after_a_report_stays_a_report(extractor) -> None:
+    drafts = run(extractor, "urgent care gave me an antibiotic for my ear. cipro i think. twice a day")
+    assert [d for d in drafts if d.category == "medication" and d.assertion == "affirmed" and "cipro" in d.content.lower()]
+
+
+def test_a_hedged_name_is_not_uncertain_about_the_taking() -> None:
+    assert not verdict("I think I stopped the atorvastatin around Easter.", "atorvastatin").uncertain
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("Took my mother in, her sugar was 310 so they added insulin.", "insulin"),
+    ("My son's asthma flared and the doctor increased his inhaler.", "inhaler"),
+])
+def test_clinicians_act_on_the_person_the_clause_is_about(sentence, target) -> None:
+    assert verdict(sentence, target).subject == "other"
+
+
+def test_clinicians_act_on_the_patient_after_the_patient(sentence="My wife drove me over and they added lisinopril for my pressure.") -> None:
+    assert verdict(sentence, "lisinopril").subject == "patient"
+
+
+def test_hearsay_from_a_medium_reaches_the_end_of_a_long_clause() -> None:
+    sentence = "My aunt mailed me an article from a website that says thyroid trouble starts in the gut and you can fix it with a probiotic cleanse."
+    assert verdict(sentence, "probiotic").hypothetical
+
+
+@pytest.mark.parametrize("text,drug", [
+    ("Marco started a statin last week and he won't stop talking about it.", "statin"),
+    ("Denise quit her metformin in May, she says it upset her stomach.", "metformin"),
+])
+def test_a_sentence_initial_name_with_a_past_verb_and_a_later_pronoun_is_another_person(extractor, text, drug) -> None:
+    meds = [d for d in run(extractor, text) if d.category == "medication"]
+    assert meds and all(d.subject == "other" for d in meds)
+
+
+def test_chat_dropping_i_before_a_past_verb_stays_the_patients(extractor) -> None:
+    meds = [d for d in run(extractor, "Started the statin last week, no problems so far.") if d.category == "medication"]
+    assert meds and all(d.subject == "patient" for d in meds)

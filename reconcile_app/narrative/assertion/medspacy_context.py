@@ -211,6 +211,8 @@ class MedspacyContext:
                     negation_start = mod.char_start  # the nearest negation before the target
         chosen = _beneficiary(on_target, end) or _nearest_before(on_target, start, self.rules.categories)
         chosen = _first_person_boundary(chosen, start, mods, self.rules.vocabularies)
+        chosen = _object_of_care(chosen, end, mods, norms)
+        chosen = _clinician_acts_on(chosen, mods)
         chosen = _possessive_determiner(chosen, start, mods, norms, self.rules.vocabularies)
         chosen = _clinician_pronoun(chosen, mods)
         chosen = _quoted_speaker(chosen, mods, norms)
@@ -315,6 +317,39 @@ def _first_person_boundary(chosen: _Mod | None, start: int, mods: list[_Mod],
     return chosen
 
 
+_OBJECT_NEXT = frozenset({"on", "off", "a", "an", "some", "to", "in", "into", "back", "up", ".", ",", "!", "?", "and"})
+
+
+def _object_of_care(chosen: _Mod | None, end: int, mods: list[_Mod], norms: list[str]) -> _Mod | None:
+    """Step 2c: "they said it's a heart flutter and put him on a blood thinner": in a sentence where nobody speaks in
+    the first person, a target that names no experiencer before it belongs to the one the clinicians act on, named
+    after it as an object pronoun (ConText's experiencer is whoever the clause predicates the finding of)."""
+    if chosen is not None and chosen.category != "CLINICIAN":
+        return chosen
+    if any(m.category == "SELF_EXPERIENCER" for m in mods):
+        return chosen
+    for mod in mods:
+        if mod.start >= end and mod.category == "OTHER_EXPERIENCER" and mod.text in (("him",), ("her",)) \
+                and (mod.end >= len(norms) or norms[mod.end] in _OBJECT_NEXT):
+            return mod
+    return chosen
+
+
+def _clinician_acts_on(chosen: _Mod | None, mods: list[_Mod]) -> _Mod | None:
+    """Step 2d: "took Dad in, his pressure was up so they added amlodipine": clinicians act on whoever the clause
+    before them is about; the clinician cue ends that person's scope but hands the target to them, not the patient."""
+    if chosen is None or chosen.category != "CLINICIAN":
+        return chosen
+    others_at = {m.start for m in mods if m.category == "OTHER_EXPERIENCER"}
+    if any(m.category == "SELF_EXPERIENCER" and m.end not in others_at for m in mods):
+        return chosen  # the patient speaks of themself in the sentence ("my mother" is only a possessive)
+    # a kin word or a name, not a bare pronoun (often the clinician: "He was pleased... he started me on") nor
+    # generic people ("the oncology people")
+    before = [m for m in mods if m.end <= chosen.start and m.category == "OTHER_EXPERIENCER"
+              and not set(m.text) & (_PRONOUNS | _GENERIC)]
+    return before[-1] if before else chosen
+
+
 def _possessive_determiner(chosen: _Mod | None, start: int, mods: list[_Mod], norms: list[str],
                            vocab: dict[str, frozenset[str]]) -> _Mod | None:
     """Step 3: "my brother has been taking my oxycodone": 'my' owns the drug and the brother, who takes it, is the
@@ -389,6 +424,7 @@ def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relatio
 # the patient's fact only when the patient then acts on it ("so we kept her off it")
 _GENERIC = frozenset({"people", "someone", "somebody", "everyone", "everybody"})
 _WE = frozenset({"we", "us", "our", "ours", "ourselves"})
+_PRONOUNS = SELF_PRONOUNS["she"] | SELF_PRONOUNS["he"] | {"they", "them", "their"}
 _PRONOUN_SEX = {w: sex for sex, words in SELF_PRONOUNS.items() for w in words}
 
 

@@ -42,7 +42,7 @@ from .medication import _s_generic_medications, _s_prescribed_unlisted
 from .mentions import _coaching_mentions, _s_lexicon
 from .sentences import _sentence_hits
 from .state import MAX_CHARS, Mention, SentenceScope, TurnState
-from .subject import _after_sentence, _close_turn, _discourse_at, _names, _sentence_people
+from .subject import _FINITE_VERBS, _after_sentence, _close_turn, _discourse_at, _names, _sentence_people
 
 logger = logging.getLogger(__name__)
 
@@ -161,14 +161,17 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
     previous_frame = speakers.frame if speakers is not None else None  # carried from the turn before
     frames = _sentence_frames(text[:MAX_CHARS], parsed, previous, assertions, speakers)
     antecedent = ""  # the last kin word of another person in this turn: whom a later 'she' may mean in a frame
+    previous_judge = None
     for (sent, words, names), frame in zip(parsed, frames):
         if speakers is not None:
             names = _not_the_patient(names, words, speakers)
         hits = _sentence_hits(state, sent, lex, overlay)
         people = _sentence_people(discourse, sent, words, names, hits)
         # one ConText judge per sentence (EXTRACTION_ASSERTION = "context"), else the own engine's triggers
-        triggers = assertions.sentence(text, sent, hits, names, people, frame, words, antecedent) \
+        continues = previous_judge if _fragment(words) else None
+        triggers = assertions.sentence(text, sent, hits, names, people, frame, words, antecedent, continues) \
             if assertions is not None else ctx.find_assertion_triggers(words)
+        previous_judge = getattr(triggers, "judge", None)
         sent_meas = [m for m in measurements if sent.start <= m.start < sent.end]
         found = _sentence_mentions(state, sent, words, hits, triggers, people, sent_meas, lex)
         _after_sentence(discourse, people, found)
@@ -184,6 +187,13 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
 
 
 _NOT_KIN = frozenset({"", "other person", "named person"})
+_HEDGE = frozenset({"i", "think", "guess", "believe", "maybe", "probably"})
+
+
+def _fragment(words: list[str]) -> bool:
+    """A short verbless sentence ("Brand X, I think.", "The blue ones."): it goes on with the sentence before it."""
+    core = [w for w in words if w.isalpha() and w not in _HEDGE]
+    return 0 < len(core) <= 5 and not set(core) & _FINITE_VERBS
 
 
 def _sentence_frames(text: str, parsed: list, previous: list[TurnState], assertions: ContextAssertions | None,

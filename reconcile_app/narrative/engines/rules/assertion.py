@@ -71,7 +71,8 @@ class SentenceJudge:
 
     def __init__(self, engine: Any, text: str, sent: Sentence, hit_spans: list[tuple[int, int]],
                  names: list[tuple[int, int]], people: list[ctx.Person], frame: Any,
-                 own_subject: list[str] | None = None, antecedent: str = "") -> None:
+                 own_subject: list[str] | None = None, antecedent: str = "",
+                 continues: "SentenceJudge | None" = None) -> None:
         self._engine = engine
         self._own_subject = own_subject  # "context-assertion": the sentence's words, whose subject the own engine reads
         self._people = people
@@ -81,6 +82,8 @@ class SentenceJudge:
         self._names = names
         self._frame = frame
         self._antecedent = antecedent  # the last other person the turn named before this sentence
+        self._continues = continues  # a verbless fragment goes on with the sentence before it ("Brand X, I think.")
+        self._hypothetical: bool | None = None
         inherited = [p for p in people if p.index < 0]  # the discourse's person before the sentence (subject.py)
         self._default = ("other", inherited[-1].relation) if inherited else ("patient", "")
         self._run: Any = None
@@ -94,6 +97,15 @@ class SentenceJudge:
             found = self._cache[key] = self._judge(start, max(end, start + 1))
         return found
 
+    def is_hypothetical(self) -> bool:
+        """Whether a plan, conditional or hearsay cue of the sentence reaches its last word (one run, cached)."""
+        if self._hypothetical is None:
+            text = self._text.rstrip(" .!?")
+            if self._run is None:
+                self._run = self._engine.analyse(self._text, self._hit_spans, names=self._names)
+            self._hypothetical = bool(text) and self._run.verdicts([(len(text) - 1, len(text))])[0].hypothetical
+        return self._hypothetical
+
     def _judge(self, start: int, end: int) -> ctx.ContextResult:
         tokens = self._tokens
         if not 0 <= start < len(tokens):
@@ -103,7 +115,10 @@ class SentenceJudge:
         span = (tokens[start][1], tokens[min(end, len(tokens)) - 1][2])
         verdict = self._run.verdicts([span], frame=self._frame, default_subject=self._default[0],
                                      default_relation=self._default[1], antecedent=self._antecedent)[0]
-        result = ctx.ContextResult(assertion=verdict.label, subject=verdict.subject, relation=verdict.relation,
+        label = verdict.label
+        if label == ctx.AFFIRMED and self._continues is not None and self._continues.is_hypothetical():
+            label = ctx.HYPOTHETICAL  # "I saw on a forum there's a new shot. Brand X, I think.": still the hearsay
+        result = ctx.ContextResult(assertion=label, subject=verdict.subject, relation=verdict.relation,
                                    owner=verdict.owner, triggers=list(verdict.cues))
         if self._own_subject is not None:
             result.subject, result.relation, result.owner = ctx.subject_for(self._own_subject, start, end, self._people)
@@ -161,11 +176,11 @@ class ContextAssertions:
         return out
 
     def sentence(self, text: str, sent: Sentence, hits: list, names: set[int], people: list[ctx.Person],
-                 frame: Any, words: list[str], antecedent: str = "") -> SentenceTriggers:
+                 frame: Any, words: list[str], antecedent: str = "", continues: Any = None) -> SentenceTriggers:
         """The triggers the sentence rules hand to ctx.assess: none of the own engine's, the sentence's judge."""
         spans = [(h.start, h.end) for h in hits]
         judge = SentenceJudge(self.engine, text[sent.start : sent.end], sent, spans, name_spans(sent, names), people, frame,
-                              words if self.own_subject else None, antecedent)
+                              words if self.own_subject else None, antecedent, continues)
         return SentenceTriggers((), judge)
 
 

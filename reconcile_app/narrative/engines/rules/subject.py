@@ -77,6 +77,8 @@ def _neutral_follow_up(coach: TurnState) -> bool:
 
 
 _THIRD_PERSON_SUBJECT = cue_words("third_person_subject")
+_AGENT_VERBS = frozenset({"started", "stopped", "quit", "switched", "finished", "began", "tried"})
+_FIRST_PERSON_SUBJECT = frozenset({"i", "my", "i'm", "im", "i've", "ive", "i'd", "mine", "we", "our"})
 
 
 def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
@@ -115,6 +117,12 @@ def _names(text: str, sent: Sentence, words: list[str]) -> set[int]:
                 nxt in _NAME_NEXT_PAST or (nxt in _ADVERBS and i + 2 < len(words) and words[i + 2] in _NAME_NEXT_PAST)):
             # "Marco had a seizure at school, his mom...": a sentence-initial capital with a past-tense verb is a
             # name when the sentence goes on about "he"/"she"; without that it is chat dropping "I" ("Finally had...")
+            out.add(i)
+        elif i == 0 and nxt in _AGENT_VERBS and text[pos + len(word) : pos + len(word) + 1] == " " \
+                and base not in _NOT_A_PERSON and base not in _ADVERBS and not word.endswith("ly") \
+                and not set(words) & _FIRST_PERSON_SUBJECT:
+            # "Gary started a statin and reads me the side effects": a verb of starting or stopping needs an agent,
+            # and a capital before it in a sentence where the patient never says "I"/"my" is that agent's name
             out.add(i)
     # chat often skips capitals: "darlene is on blood thinners", "bob takes metformin"
     for i in range(len(words) - 1):
