@@ -298,3 +298,18 @@ def test_a_conditional_plan_names_no_new_reaction(quote: str) -> None:
 def test_a_substance_named_without_any_reaction_is_no_allergy_gap(quote: str, queued: bool) -> None:
     substance = "iron" if "iron" in quote else "shellfish"
     assert (judge(NO_DIABETES, "allergy", quote, substance=substance).kind in QUEUED) is queued
+
+
+# --- the end of an episode is not the end of a chronic, relapsing condition ------------------------------------
+
+@pytest.mark.parametrize(("quote", "name"), [
+    ("the gout flare-up is finally over, I can get my shoe on again", "gout"),
+    ("that migraine episode passed after I slept it off", "migraine"),
+])
+def test_an_episode_that_ended_does_not_contradict_the_condition(quote: str, name: str) -> None:
+    assert judge(EPISODIC, "condition", quote, name=name).kind != "contradiction"
+
+
+def test_an_episode_word_inside_a_long_absence_is_still_a_resolution() -> None:
+    quote = "gout's a thing of the past, haven't had one attack for several years"
+    assert judge(EPISODIC, "condition", quote, name="gout").kind == "contradiction"

@@ -42,6 +42,7 @@ PEOPLE_REFERENT = cue_pattern_of("people_referent")
 PERSON_STOP_COMPLEMENT = cue_pattern_of("person_stop_complement")
 INTRANSITIVE_STOP_TAIL = cue_pattern_of("intransitive_stop_tail")
 RECALLED_PAST = cue_pattern_of("recalled_past")
+EPISODE_ENDED = cue_pattern_of("episode_ended")
 # the same frame a couple of words back ("I get so out of breath": the frame governs "breath" two words on)
 _HABITUAL_NEAR = re.compile(HABITUAL_GET.pattern.removesuffix("$") + r"(?:[\w']+\W+){0,2}$", re.IGNORECASE)
 CHANGE_WORDS = cue_pattern_of("change_words")
@@ -56,6 +57,7 @@ _KIN_SUBJECT = re.compile(
 # a possessive of another person right before a clinician word: "her doctor", "his cardiologist", "my daughter's pediatrician"
 _OTHERS_CLINICIAN = re.compile(r"\b(?:her|his|their|(?:my\W+)?(?:son|daughter|husband|wife|mom|mother|dad|father|sister|brother|kid|baby|partner|friend|neighbou?r)'?s|\w+'s)\W+(?:own\W+|new\W+|regular\W+)?$")
 _OTHER_PRONOUNS = {"he", "he's", "she", "she's", "they", "they're"}
+_CLITIC = re.compile(r"(\w)['\u2019](?:s|ll|d|re|ve)\b", re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"[,;:.!?]|\b(?:but|though|although|except|until|now|then)\b")
 _BROAD_SITES = {"skin"}  # a site too broad to tie a sign to a record entry (a rash is not about past skin surgery)
 PAST_DATE_DAYS = 60  # an event dated two months or more before the session is a retold history, not a new complaint
@@ -223,7 +225,8 @@ class ConditionRules:
         name = _attr(m, "name")
         status = _attr(m, "stated_status").lower()
         quote = regex_text(m.quote)
-        grounded = concepts_in_text(m.quote, self.kb)
+        # "gout's gone", "the migraines'll...": a clitic on the condition's name still names it
+        grounded = concepts_in_text(_CLITIC.sub(r"\1", m.quote), self.kb)
         named = concepts_in_text(name, self.kb) if name else set()
         # the named concept must be in the patient's words (an abbreviation like "mi" for miles is not a heart attack)
         concepts = (named & grounded) or (grounded if not named else set())
@@ -232,8 +235,7 @@ class ConditionRules:
         concepts -= {"pregnancy"}
         matches = ctx.idx.match_condition(concepts, content_words(name) if name else set())
         return CondFacts(m, ctx, name, status, quote, concepts, stage_of(name or m.content) or stage_of(m.quote), matches,
-                         resolved_claim=status == "resolved" or bool(RESOLVED.search(quote) or RESOLVED_INFORMAL.search(quote))
-                         or _resolved_after(m, ctx),
+                         resolved_claim=_resolved_claim(m, ctx, status, quote),
                          diagnosed=status in ("diagnosed", "new") or bool(DIAGNOSED.search(quote)) or _named_by_clinician(m, ctx))
 
     # ---- the rules, in CONDITION_ORDER ------------------------------------------------------------------------
@@ -444,6 +446,16 @@ def _after_quote(m: MemoryDraft, ctx: Context, sentences: int = 2) -> str:
             rest = text[at + len(m.quote):]
             return " ".join(split_sentences(rest.strip())[:sentences])
     return ""
+
+
+def _resolved_claim(m: MemoryDraft, ctx: Context, status: str, quote: str) -> bool:
+    """The condition itself is said to be over: a resolution cue, in standard or informal grammar, in the quote or the
+    sentences after it; not when only an episode ended ("the flare is gone now") and nothing says it stayed away."""
+    if RESOLVED_INFORMAL.search(quote) or _resolved_after(m, ctx):
+        return True
+    if EPISODE_ENDED.search(quote):
+        return False
+    return status == "resolved" or bool(RESOLVED.search(quote))
 
 
 def _resolved_after(m: MemoryDraft, ctx: Context) -> bool:
