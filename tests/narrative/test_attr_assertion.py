@@ -152,3 +152,22 @@ def test_a_sentence_initial_name_with_a_past_verb_and_a_later_pronoun_is_another
 def test_chat_dropping_i_before_a_past_verb_stays_the_patients(extractor) -> None:
     meds = [d for d in run(extractor, "Started the statin last week, no problems so far.") if d.category == "medication"]
     assert meds and all(d.subject == "patient" for d in meds)
+
+
+@pytest.mark.parametrize("text", [
+    "Oh, birth control. Thinking about asking my OB about the implant at the follow-up.",
+    "the statin. might quit it if the aches keep up",
+    "ozempic. gonna ask about it next appt",
+])
+def test_a_bare_topic_before_a_plan_is_the_plans_topic(extractor, text) -> None:
+    meds = [d for d in run(extractor, text) if d.category == "medication" and d.subject == "patient"]
+    assert meds and all(d.assertion != "affirmed" for d in meds)
+
+
+@pytest.mark.parametrize("text", [
+    "Lisinopril. Stopped it on Friday because of the cough.",
+    "Metformin twice a day now. Will ask the doc about the dose at my visit.",
+])
+def test_a_report_fragment_before_a_plan_stays_a_report(extractor, text) -> None:
+    meds = [d for d in run(extractor, text) if d.category == "medication" and d.subject == "patient"]
+    assert any(d.assertion == "affirmed" for d in meds)

@@ -130,3 +130,8 @@ def test_a_relative_present_but_not_typing_leaves_the_patients_first_person(extr
     drafts = run(extractor, "What is new since we last talked?",
                  "My daughter is here with me, she says I've been forgetting my donepezil at night.")
     assert whose(drafts, "donepezil") == {"patient"}
+
+
+def test_an_exclamation_that_looks_like_a_sign_in_opens_no_frame(extractor) -> None:
+    drafts = run(extractor, "What is new since we last talked?", "This is Awesome! I quit the lisinopril and the cough is gone.")
+    assert whose(drafts, "lisinopril") == {"patient"}

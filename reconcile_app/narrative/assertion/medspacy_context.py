@@ -271,6 +271,12 @@ class SentenceContext:
             out.append(verdict)
         return out
 
+    def opens_hypothetical(self, within: int = 4) -> bool:
+        """Whether the sentence opens as a plan, conditional or hearsay: such a cue among its first tokens ("I'm
+        thinking about asking...", "might quit it if...")."""
+        return any(self._owner.rules.categories.get(m.category) == "hypothetical" and m.start < within
+                   for m in self._converted)
+
     def _carried_out(self, verdict: Assertion, end: int) -> Assertion:
         """A plan or claim the patient carried out later in the sentence ("..., so I got it") is no longer a plan."""
         if self._carried is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.narrative.types import MemoryCategory, MemoryDraft, SessionInput, TurnInput
@@ -162,13 +163,13 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
     frames = _sentence_frames(text[:MAX_CHARS], parsed, previous, assertions, speakers)
     antecedent = ""  # the last kin word of another person in this turn: whom a later 'she' may mean in a frame
     previous_judge = None
-    for (sent, words, names), frame in zip(parsed, frames):
+    for k, ((sent, words, names), frame) in enumerate(zip(parsed, frames)):
         if speakers is not None:
             names = _not_the_patient(names, words, speakers)
         hits = _sentence_hits(state, sent, lex, overlay)
         people = _sentence_people(discourse, sent, words, names, hits)
         # one ConText judge per sentence (EXTRACTION_ASSERTION = "context"), else the own engine's triggers
-        continues = previous_judge if _fragment(words) else None
+        continues = _neighbours(previous_judge, parsed, k, text, assertions) if _fragment(words) else ()
         triggers = assertions.sentence(text, sent, hits, names, people, frame, words, antecedent, continues) \
             if assertions is not None else ctx.find_assertion_triggers(words)
         previous_judge = getattr(triggers, "judge", None)
@@ -187,7 +188,26 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
 
 
 _NOT_KIN = frozenset({"", "other person", "named person"})
+_TOPIC_NOT_BARE = frozenset({"now", "today", "daily", "still", "again", "anymore", "twice", "once", "nightly"})
 _HEDGE = frozenset({"i", "think", "guess", "believe", "maybe", "probably"})
+
+
+def _neighbours(previous_judge: Any, parsed: list, k: int, text: str, assertions: ContextAssertions | None) -> tuple:
+    """The sentences a verbless fragment goes on with: the one before it, and the one after it when a plan follows."""
+    out = (previous_judge,) if previous_judge is not None else ()
+    if assertions is not None and k + 1 < len(parsed) and _bare_topic(parsed[k][1]):
+        out += (assertions.plan_after(text, parsed[k + 1][0]),)
+    return out
+
+
+_FILLERS = frozenset({"yes", "yeah", "yep", "ya", "actually", "so", "well", "oh", "um", "hmm", "the", "a", "my", "and",
+                      "about", "honestly", "also", "ok", "okay"})
+
+
+def _bare_topic(words: list[str]) -> bool:
+    """A fragment that only names a topic ("Yes, actually, birth control."): no number, no time, no state."""
+    core = [w for w in words if w.isalnum() and w not in _FILLERS]
+    return 0 < len(core) <= 3 and all(w.isalpha() for w in core) and not set(core) & _TOPIC_NOT_BARE
 
 
 def _fragment(words: list[str]) -> bool:

@@ -72,7 +72,7 @@ class SentenceJudge:
     def __init__(self, engine: Any, text: str, sent: Sentence, hit_spans: list[tuple[int, int]],
                  names: list[tuple[int, int]], people: list[ctx.Person], frame: Any,
                  own_subject: list[str] | None = None, antecedent: str = "",
-                 continues: "SentenceJudge | None" = None) -> None:
+                 continues: "Sequence[SentenceJudge]" = ()) -> None:
         self._engine = engine
         self._own_subject = own_subject  # "context-assertion": the sentence's words, whose subject the own engine reads
         self._people = people
@@ -82,7 +82,9 @@ class SentenceJudge:
         self._names = names
         self._frame = frame
         self._antecedent = antecedent  # the last other person the turn named before this sentence
-        self._continues = continues  # a verbless fragment goes on with the sentence before it ("Brand X, I think.")
+        # a verbless fragment goes on with the sentence around it ("Brand X, I think." after hearsay; "Birth
+        # control. Thinking of asking about an IUD.": the topic of the plan that follows)
+        self._continues = tuple(continues)
         self._hypothetical: bool | None = None
         inherited = [p for p in people if p.index < 0]  # the discourse's person before the sentence (subject.py)
         self._default = ("other", inherited[-1].relation) if inherited else ("patient", "")
@@ -97,12 +99,15 @@ class SentenceJudge:
             found = self._cache[key] = self._judge(start, max(end, start + 1))
         return found
 
-    def is_hypothetical(self) -> bool:
-        """Whether a plan, conditional or hearsay cue of the sentence reaches its last word (one run, cached)."""
+    def is_hypothetical(self, opening: bool = False) -> bool:
+        """Whether a plan, conditional or hearsay cue of the sentence reaches its last word (opening: whether the
+        sentence opens as one), from one run."""
+        if self._run is None:
+            self._run = self._engine.analyse(self._text, self._hit_spans, names=self._names)
+        if opening:
+            return self._run.opens_hypothetical()
         if self._hypothetical is None:
             text = self._text.rstrip(" .!?")
-            if self._run is None:
-                self._run = self._engine.analyse(self._text, self._hit_spans, names=self._names)
             self._hypothetical = bool(text) and self._run.verdicts([(len(text) - 1, len(text))])[0].hypothetical
         return self._hypothetical
 
@@ -116,7 +121,7 @@ class SentenceJudge:
         verdict = self._run.verdicts([span], frame=self._frame, default_subject=self._default[0],
                                      default_relation=self._default[1], antecedent=self._antecedent)[0]
         label = verdict.label
-        if label == ctx.AFFIRMED and self._continues is not None and self._continues.is_hypothetical():
+        if label == ctx.AFFIRMED and any(judge.is_hypothetical() for judge in self._continues):
             label = ctx.HYPOTHETICAL  # "I saw on a forum there's a new shot. Brand X, I think.": still the hearsay
         result = ctx.ContextResult(assertion=label, subject=verdict.subject, relation=verdict.relation,
                                    owner=verdict.owner, triggers=list(verdict.cues))
@@ -126,6 +131,13 @@ class SentenceJudge:
             # the own engine's negation_at: the token holding the cue ("don't" holds spaCy's "n't")
             result.negation_at = next((i for i, t in enumerate(tokens) if t[2] > verdict.negation_start), -1)
         return result
+
+
+class _PlanAhead(SentenceJudge):
+    """The sentence after a topic fragment: when it opens as a plan or hearsay, the fragment is its topic."""
+
+    def is_hypothetical(self, opening: bool = True) -> bool:
+        return super().is_hypothetical(opening=True)
 
 
 class ContextAssertions:
@@ -169,14 +181,18 @@ class ContextAssertions:
         out = []
         for sent, _, _ in parsed:
             for event in [e for e in events if e.start < sent.end]:
-                frame = speakers.opened(event)
+                frame = speakers.opened(event, text)
             events = [e for e in events if e.start >= sent.end]
             out.append(frame)
         speakers.frame = frame
         return out
 
+    def plan_after(self, text: str, sent: Sentence) -> "SentenceJudge":
+        """The sentence after a topic fragment, judged only for whether it is a plan (nothing else is asked of it)."""
+        return _PlanAhead(self.engine, text[sent.start : sent.end], sent, [], [], [], None)
+
     def sentence(self, text: str, sent: Sentence, hits: list, names: set[int], people: list[ctx.Person],
-                 frame: Any, words: list[str], antecedent: str = "", continues: Any = None) -> SentenceTriggers:
+                 frame: Any, words: list[str], antecedent: str = "", continues: Sequence[Any] = ()) -> SentenceTriggers:
         """The triggers the sentence rules hand to ctx.assess: none of the own engine's, the sentence's judge."""
         spans = [(h.start, h.end) for h in hits]
         judge = SentenceJudge(self.engine, text[sent.start : sent.end], sent, spans, name_spans(sent, names), people, frame,
@@ -203,6 +219,8 @@ class _SignIn:
     text: str = ""
 
 
+_BARE_SIGN_IN = re.compile(r"^(?:(?:hi|hello|hey),?\s*)?this is [A-Z][a-z]+\W*$", re.I)
+_THIRD_PERSON = re.compile(r"\b(?:he|she|him|her|his|he's|she's|hes|shes)\b", re.I)
 _NAME_TAG = re.compile(r"\s*\(?([A-Z][a-z]+)\)?(?:\s+(again|here|now|typing|writing))?\s*(?:[.,:!)\-]|$)")
 _SIGNED_NAME = re.compile(r"\b([A-Z][a-z]+)\b(?!'s)")
 _OWNER_NAME = re.compile(r"\b([A-Z][a-z]+)'s\b")
@@ -266,12 +284,16 @@ class Speakers:
             return None  # another name signs in while a typist held the keyboard: the patient, back
         return _KEEP
 
-    def opened(self, event: Any) -> Any:
-        """The frame after one speaker event; a frame that names the patient signing in is no frame."""
+    def opened(self, event: Any, turn_text: str = "") -> Any:
+        """The frame after one speaker event; a frame that names the patient signing in is no frame, and a bare
+        "This is X." opens one only when the message goes on about someone in the third person ("This is Great!
+        I walked daily" is no sign-in)."""
         if isinstance(event, _SignIn):
             return event.frame
         if event.frame is None:
             return None
+        if _BARE_SIGN_IN.match(event.text) and not _THIRD_PERSON.search(turn_text[event.end:]):
+            return self.frame
         owner = _OWNER_NAME.search(event.text)
         if owner:
             self.patient_names.add(owner.group(1).lower())  # "Mike, Neely's son": Neely is the patient
