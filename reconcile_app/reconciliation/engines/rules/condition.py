@@ -249,9 +249,13 @@ class ConditionRules:
         return None
 
     def _cond_procedure_named(self, f: CondFacts) -> Verdict | None:
-        """A repaired body part is a procedure, whatever the extractor called it."""
+        """A repaired body part is a procedure, whatever the extractor called it; but a test that found a named
+        condition ("the bone scan says I've got osteoporosis now") is about the condition when the procedure itself
+        raises nothing."""
         if procedures_in_text(f.m.quote, self.kb) and SURGERY.search(f.quote) and f.m.assertion != Assertion.NEGATED:
-            return self._procedure(f.m, f.ctx)
+            verdict = self._procedure(f.m, f.ctx)
+            if verdict.kind in (CONTRA, GAP) or not f.concepts:
+                return verdict
         return None
 
     def _cond_negated(self, f: CondFacts) -> Verdict | None:
