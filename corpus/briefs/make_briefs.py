@@ -193,6 +193,24 @@ CLINICAL_ROUND5 = [
 
 ROUND5_AUTHORS = {"tia": 3, "uma": 3, "vic": 3, "wes": 3}
 
+# Round 6 (more of the tune split): twelve more pictures, four more authors.
+CLINICAL_ROUND6 = [
+ ("cardiology", "61", "m", "hypertrophic obstructive cardiomyopathy with an implanted defibrillator, on metoprolol and disopyramide; the plan says avoid dehydration and heavy lifting"),
+ ("cardiology", "54", "f", "pulmonary arterial hypertension on sildenafil and ambrisentan, oxygen at night, on warfarin"),
+ ("nephrology", "45", "f", "polycystic kidney disease on tolvaptan (liver tests monitored, drink to thirst), hypertension on lisinopril, CKD stage 3b"),
+ ("endocrinology", "57", "m", "type 2 diabetes on insulin glargine and lispro, Charcot foot with an offloading boot, diabetic retinopathy treated with laser, hypertension"),
+ ("psychiatry", "40", "m", "schizoaffective disorder on monthly paliperidone injections and lithium, smoker, prediabetes; his sister types some replies"),
+ ("neurology", "75", "f", "trigeminal neuralgia on carbamazepine (sodium monitored), osteoporosis, depression on citalopram, falls"),
+ ("GI", "50", "m", "chronic pancreatitis from alcohol on pancreatic enzymes with meals, diabetes from pancreatitis on insulin, alcohol use disorder in early remission, chronic pain on tramadol"),
+ ("infectious disease", "63", "m", "chronic osteomyelitis of the foot on a long oral linezolid course, type 2 diabetes, depression on sertraline"),
+ ("oncology", "45", "f", "acute leukemia in remission after a stem cell transplant, on tacrolimus, acyclovir and posaconazole prophylaxis, skin graft-versus-host disease"),
+ ("pregnancy", "33", "f", "pregnant at 20 weeks after a prior stillbirth, on low-dose aspirin and enoxaparin for antiphospholipid syndrome, hypothyroidism, home blood pressure checks"),
+ ("geriatrics", "83", "m", "CKD stage 4, atrial fibrillation on reduced-dose apixaban, gout, constipation, hard of hearing; his wife types for him"),
+ ("rheumatology", "38", "f", "systemic sclerosis with Raynaud's on nifedipine and mycophenolate, reflux on high-dose omeprazole, finger ulcers"),
+]
+
+ROUND6_AUTHORS = {"xia": 3, "yul": 3, "zoe": 3, "abe": 3}
+
 
 def write_round(out: Path, *, clinical_list: list, authors: dict[str, int], seed: int) -> None:
     rng = random.Random(seed)
@@ -269,5 +287,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND3, authors=ROUND3_AUTHORS, seed=20261202)
     write_round(out, clinical_list=CLINICAL_ROUND4, authors=ROUND4_AUTHORS, seed=20261203)
     write_round(out, clinical_list=CLINICAL_ROUND5, authors=ROUND5_AUTHORS, seed=20261204)
+    write_round(out, clinical_list=CLINICAL_ROUND6, authors=ROUND6_AUTHORS, seed=20261205)
 
 main()
