@@ -2,6 +2,7 @@
 change records who, when and why (MemoryEvent), and a second actor on a changed memory is refused."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -158,3 +159,65 @@ def test_a_correction_is_read_by_the_extraction_engine(nurse) -> None:  # type: 
     correction = memory_correction_propose(memory=original, content="I stopped taking my metformin last week.", actor=nurse)
     assert correction.category == "medication" and correction.attributes.get("drug") == "metformin"
     assert correction.attributes.get("action") == "stopped"
+
+
+def _later_session_with_run():  # type: ignore[no-untyped-def]
+    patient = patient_create()
+    first = session_create(patient=patient)
+    later_session = session_create(patient=patient)
+    type(later_session).objects.filter(pk=later_session.pk).update(started_at=BASE_TIME + timedelta(days=7))
+    later_session.refresh_from_db()
+    run = ExtractionRun.objects.create(session=later_session, engine="rules", engine_version="1", input_sha256="x")
+    return patient, first, later_session, run
+
+
+def test_the_drafts_seeded_at_insertion_are_those_a_read_of_the_rows_makes() -> None:
+    """The next session reads the extraction's new memories from the drafts seeded when they were inserted:
+    they must be what reading the rows back gives (times in UTC, JSON as decoded, plain strings)."""
+    from datetime import timezone as dt_timezone, timedelta as td
+
+    from reconcile_app.narrative import drafts as drafts_module
+    from reconcile_app.narrative.types import Assertion, EventTime
+
+    patient, _first, later_session, run = _later_session_with_run()
+    turn = later_session.turns.get(seq=2)
+    elsewhere = dt_timezone(td(hours=-5))
+    draft = MemoryDraft(category="medication", content="Stopped lisinopril", anchor_turn_id=turn.external_id,
+                        turn_ids=(turn.external_id,), quote="I stopped the lisinopril", quote_start=0, quote_end=24, speaker="patient",
+                        mention_time=turn.at.astimezone(elsewhere), assertion=Assertion.NEGATED, confidence=1,
+                        attributes={"dose": ("10", "mg"), "delta": {"why": ("a", "b"), "score": 0.5}, "status": Assertion.NEGATED},
+                        event_time=EventTime(text="last week", start=turn.at.astimezone(elsewhere) - td(days=7), end=None),
+                        chain_key="medication:lisinopril", op=MemoryOp.INSERT)
+    (memory,) = memory_drafts_store(run=run, session=later_session, drafts=[draft], turns={turn.external_id: turn})
+    seeded, seeded_attributes = drafts_module._DRAFTS[(memory.pk, memory.created_at)]
+    drafts_module._DRAFTS.clear()
+    later = session_create(patient=patient)
+    type(later).objects.filter(pk=later.pk).update(started_at=BASE_TIME + timedelta(days=14))
+    later.refresh_from_db()
+    (read,) = memory_drafts_current(patient=patient, before_session=later)
+    assert repr(read.__dict__) == repr({**seeded.__dict__, "attributes": read.attributes})
+    assert json.loads(seeded_attributes) == read.attributes == {"dose": ["10", "mg"], "delta": {"why": ["a", "b"], "score": 0.5},
+                                                                "status": "negated"}
+
+
+def test_a_sessions_supersessions_are_written_in_three_statements_however_many_states() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    patient, first, later_session, run = _later_session_with_run()
+    earlier = [memory_create(session=first, content=f"Taking drug {i}", chain_key=f"medication:drug{i}") for i in range(3)]
+    turn = later_session.turns.get(seq=2)
+    drafts = [MemoryDraft(category="medication", content=f"Stopped drug {i}", anchor_turn_id=turn.external_id, turn_ids=(turn.external_id,),
+                          quote=f"I stopped drug {i}", quote_start=0, quote_end=15, speaker="patient", mention_time=turn.at,
+                          chain_key=f"medication:drug{i}", op=MemoryOp.SUPERSEDE) for i in range(3)]
+    assert later_session.patient == patient  # read, as the pipeline's session brings it
+    with CaptureQueriesContext(connection) as queries:
+        later = memory_drafts_store(run=run, session=later_session, drafts=drafts, turns={turn.external_id: turn})
+    # the memories' INSERT, the chains' states, then the links, the outdated states and their events
+    assert len([q for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]) == 5
+    for old, new in zip(earlier, later):
+        old.refresh_from_db()
+        new.refresh_from_db()
+        assert (old.status, new.supersedes_id) == ("outdated", old.pk)
+        assert _events(old) == [("supersede", "current", "outdated")]
+        assert old.events.get().related_id == new.pk
