@@ -331,3 +331,8 @@ def test_a_test_result_naming_a_new_diagnosis_is_a_gap(quote: str) -> None:
 
 def test_the_recorded_osteopenia_said_again_agrees() -> None:
     assert judge(OSTEOPENIA, "condition", "the doctor said my osteopenia is about the same", name="osteopenia").kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", ["my sick headaches are long gone, doc", "the migrane thing? dont get them no more"])
+def test_lay_names_and_misspellings_of_a_recorded_condition_are_read(quote: str) -> None:
+    assert judge(EPISODIC, "condition", quote, name="migraine").kind == "contradiction"
