@@ -336,3 +336,20 @@ def test_the_recorded_osteopenia_said_again_agrees() -> None:
 @pytest.mark.parametrize("quote", ["my sick headaches are long gone, doc", "the migrane thing? dont get them no more"])
 def test_lay_names_and_misspellings_of_a_recorded_condition_are_read(quote: str) -> None:
     assert judge(EPISODIC, "condition", quote, name="migraine").kind == "contradiction"
+
+
+@pytest.mark.parametrize(("record", "quote", "flag"), [
+    (NO_DIABETES, "ngl some nights i wanna unalive myself", "redflag-suicidal"),
+    (NO_DIABETES, "thinking abt kms lately tbh", "redflag-suicidal"),
+    (WARFARIN, "pooped out bright red blood this morning, scared me", "redflag-gi-bleed"),
+])
+def test_red_flags_in_internet_slang_and_crude_words(record: ClinicalRecord, quote: str, flag: str) -> None:
+    finding = judge(record, "symptom", quote)
+    assert finding.kind == "gap" and finding.rule.startswith(flag) and finding.safety_critical
+
+
+# a slang word only mentioned ("a video said kms") still flags: the use/mention distinction is left to a person, so
+# that suicidal ideation keeps its recall
+@pytest.mark.parametrize("quote", ["my cousin posted about wanting to unalive himself and I called her mom"])
+def test_slang_about_someone_else_is_not_the_patients(quote: str) -> None:
+    assert judge(NO_DIABETES, "symptom", quote).kind not in QUEUED
