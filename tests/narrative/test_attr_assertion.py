@@ -171,3 +171,23 @@ def test_a_bare_topic_before_a_plan_is_the_plans_topic(extractor, text) -> None:
 def test_a_report_fragment_before_a_plan_stays_a_report(extractor, text) -> None:
     meds = [d for d in run(extractor, text) if d.category == "medication" and d.subject == "patient"]
     assert any(d.assertion == "affirmed" for d in meds)
+
+
+def test_a_test_result_after_what_was_tested_negates_it() -> None:
+    assert verdict("The strep test came back negative.", "strep").negated
+
+
+def test_an_active_flare_is_not_negated() -> None:
+    assert not verdict("My gout flared last week and my toe was huge.", "gout").negated
+
+
+@pytest.mark.parametrize("sentence,target", [
+    ("I was scared it was a stroke but urgent care said vertigo.", "stroke"),
+    ("was worried that it might be shingles", "shingles"),
+])
+def test_a_feared_diagnosis_is_uncertain(sentence, target) -> None:
+    assert verdict(sentence, target).uncertain
+
+
+def test_the_diagnosis_it_turned_out_to_be_is_not_uncertain() -> None:
+    assert not verdict("I was scared it was a stroke but urgent care said vertigo.", "vertigo").uncertain
