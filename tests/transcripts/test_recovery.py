@@ -30,6 +30,10 @@ from .conftest import DATA, transcript_bytes
 pytestmark = pytest.mark.services
 
 RESUME_WITHIN = 120.0  # seconds: the issue's bound from the failure to the pipeline working again
+# The processes here run the product's lease, heartbeat and sweep on a shorter clock (environment and
+# tests/transcripts/worker_app.py), so recovery waits seconds rather than the product's 45 s lease plus
+# 30 s sweep; that the product's own values stay within RESUME_WITHIN is checked against the settings.
+FAST_RECOVERY = {"PIPELINE_LEASE_SECONDS": "8", "PIPELINE_HEARTBEAT_SECONDS": "2", "PIPELINE_SWEEP_SECONDS": "4"}
 
 
 def _free_port() -> int:
@@ -60,6 +64,7 @@ class Stack:
             DATABASE_URL=f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
             DJANGO_SETTINGS_MODULE="config.settings.test", DB_CONN_MAX_AGE="0",
             CELERY_BROKER_URL=f"redis://127.0.0.1:{self.redis_port}/0", CACHE_URL=f"redis://127.0.0.1:{self.redis_port}/1",
+            **FAST_RECOVERY,
         )
         self.env.pop("REQUIRE_SERVICES", None)
 
@@ -146,6 +151,16 @@ def stack(transactional_db: None, tmp_path: Path) -> Iterator[Stack]:
 @pytest.fixture
 def patient(transactional_db: None):  # type: ignore[no-untyped-def]
     return snapshot_import_bundle(bundle=json.loads((DATA / "bundle_small.json").read_text())).patient
+
+
+def test_the_products_lease_and_sweep_resume_a_dead_workers_patient_within_the_bound(settings):
+    """The worst case the recovery tests below exercise on a shorter clock: the lease lapses, then the next sweep."""
+    from config.settings import base
+
+    assert os.environ.get("PIPELINE_LEASE_SECONDS") is None  # the test process reads the product's defaults
+    sweep = base.CELERY_BEAT_SCHEDULE["pipeline-sweep"]["schedule"]
+    assert settings.PIPELINE_LEASE_SECONDS + sweep < RESUME_WITHIN
+    assert settings.PIPELINE_HEARTBEAT_SECONDS < settings.PIPELINE_LEASE_SECONDS / 2  # a live holder renews in time
 
 
 def _patient_turns(patient) -> int:  # type: ignore[no-untyped-def]

@@ -4,7 +4,8 @@ Environment: FAKE_LOG (append one JSON line per extraction), FAKE_SLEEP (seconds
 FAKE_PAUSE (write the pid there on the first extraction, then sleep to be killed),
 PIPELINE_BUDGET (seconds a task may spend before handing the patient to a new message),
 VISIBILITY_TIMEOUT (Redis: seconds before an unacknowledged message of a dead worker is redelivered;
-the default is an hour, far too long for a test).
+the default is an hour, far too long for a test), PIPELINE_SWEEP_SECONDS (the beat's pipeline sweep
+interval; the product's 30 s would make a recovery test wait on it).
 """
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ if os.environ.get("VISIBILITY_TIMEOUT"):
         "visibility_timeout": float(os.environ["VISIBILITY_TIMEOUT"]),
         "unacked_restore_interval": 1,
         "unacked_restore_throttle": 1,
+    }
+
+if os.environ.get("PIPELINE_SWEEP_SECONDS"):
+    # Read by the embedded beat (-B) when it starts: the product's entry, on a shorter interval.
+    app.conf.beat_schedule = {
+        **app.conf.beat_schedule,
+        "pipeline-sweep": {**app.conf.beat_schedule["pipeline-sweep"], "schedule": float(os.environ["PIPELINE_SWEEP_SECONDS"])},
     }
 
 
