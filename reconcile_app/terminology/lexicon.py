@@ -187,12 +187,22 @@ class Lexicon:
         while i < n:
             found = None
             word = words[i]
+            purpose = self._purpose_at(words, i) if word in _PURPOSE_FORMS else None
+            if purpose is not None:
+                size, entries = purpose
+                hits.append(Hit(tokens[i][1], tokens[i + size - 1][2], i, i + size,
+                                lowered[tokens[i][1] : tokens[i + size - 1][2]], entries))
+                i += size
+                continue
             longest = max(starts.get(word, 0), over.get(word, 0))
             if longest == 0 and not (len(word) > 4 and word.endswith("s")):
                 i += 1  # no phrase starts with this word: most words of a sentence stop here
                 continue
             for size in range(min(max(longest, 1), n - i), 0, -1):
                 key = " ".join(words[i : i + size])
+                if key in SINGULAR_ONLY and i + size + 1 < n and words[i + size] == "for" \
+                        and self._purpose_at(words, i + size - 1) is not None:
+                    continue  # "the pill for my sugar" is a diabetes pill, not the contraceptive Pill
                 entries = self._lookup(key, overlay)
                 if entries is None and size == 1:
                     entries = self._lookup_variants(words[i], overlay)
@@ -228,6 +238,24 @@ class Lexicon:
                     taken |= set(range(i, i + 4))
                     break
         return out
+
+    def _purpose_at(self, words: list[str], i: int) -> tuple[int, tuple[Entry, ...]] | None:
+        """A medicine named by its purpose after the form word: "the pill for my bones" is the lexicon's "bone pill",
+        "meds for the blood pressure" its "blood pressure meds" (English paraphrases a noun compound "X N" as "N for X";
+        Levi 1978, Nakov & Hearst 2013). Only drug-class phrases the dictionary already holds are named this way:
+        (tokens spanned, entries), or None."""
+        if words[i] not in _PURPOSE_FORMS or i + 2 >= len(words) or words[i + 1] != "for":
+            return None
+        j = i + 3 if words[i + 2] in _DETERMINERS else i + 2
+        for size in (2, 1):
+            if j + size > len(words):
+                continue
+            purpose = " ".join(words[j : j + size])
+            for key in dict.fromkeys((f"{purpose} {words[i]}", f"{purpose.removesuffix('s')} {words[i]}")):
+                entries = tuple(e for e in self.phrases.get(key, ()) if e.kind == "drug_class")
+                if entries:
+                    return j + size - i, entries
+        return None
 
     def _start_index(self) -> dict[str, int]:
         """First word -> the longest phrase starting with it (plural forms included), built once."""
@@ -265,7 +293,7 @@ class Lexicon:
         """Unmatched words one edit away from a drug-dictionary word (SymSpell-style delete index)."""
         out: list[Candidate] = []
         for idx, (word, start, end) in enumerate(tokens):
-            if idx in matched or len(word) < 7 or not word.isalpha() or word in STOPWORDS or word in NOT_MISSPELT \
+            if idx in matched or len(word) < 6 or not word.isalpha() or word in STOPWORDS or word in NOT_MISSPELT \
                     or _ENGLISH_SUFFIX.search(word):
                 continue  # "recovering" is not a misspelt "recoverin": drug names rarely carry English inflections
             suggestions: set[str] = set()
@@ -273,10 +301,16 @@ class Lexicon:
                 for target in self.fuzzy_index.get(probe, ()):
                     if target != word and damerau1(word, target):
                         suggestions.add(target)
+            if len(word) < 7:
+                # a six-letter word is admitted only as a curated seven-letter name (drugs.json: the names patients
+                # use) with one letter dropped and the first kept ("lithum", "eliqus"); substitutions at that length,
+                # and the package's rare names ("miltown"), are too often English words or people's names
+                suggestions = {t for t in suggestions if len(t) == len(word) + 1 and t[0] == word[0]
+                               and any(e.kind == "drug" and e.source == "alias" for e in self.phrases.get(t, ()))}
             if not suggestions:
                 continue
             canon = sorted({e.canonical for s in suggestions for e in self.phrases.get(s, ()) if e.kind == "drug"})
-            admitted = len(canon) == 1 and len(word) >= 7
+            admitted = len(canon) == 1
             best = sorted(suggestions)[0]
             out.append(Candidate(word, canon[0] if len(canon) == 1 else best, "drug", 0.8, admitted, start, end))
         return out
@@ -742,15 +776,10 @@ def _record_names(display: str, kind: str, lex: Lexicon) -> list[tuple[str, str]
         first, _, rest = no_dose.strip().partition(" ")
         head = normalize_phrase(first + " " + _FORM_WORDS.sub("", rest))
         # The canonical drug comes from the dictionary when the head (or its first word) is a known variant.
-        canonical = ""
         first_word = head.split()[0] if head else ""
-        for candidate in dict.fromkeys((head, " ".join(head.split()[:2]), first_word)):
-            found = next((e.canonical for e in lex.phrases.get(candidate, ()) if e.kind == "drug"), "")
-            if found and found.split()[0] == first_word:  # "levothyroxine sodium" is levothyroxine, not thyroxine
-                canonical = found
-                if candidate != head:
-                    out.append((candidate, canonical))
-                break
+        canonical, candidate = _record_drug_canonical(head, first_word, lex)
+        if canonical and candidate != head:
+            out.append((candidate, canonical))
         canonical = canonical or head
         if head:
             out.append((head, canonical))
@@ -768,6 +797,27 @@ def _record_names(display: str, kind: str, lex: Lexicon) -> list[tuple[str, str]
         if name and len(name.split()) <= MAX_NGRAM:
             out.append((name, canonical))
     return out
+
+
+# the form words a medicine is named by before its purpose ("pill for my bones")
+_PURPOSE_FORMS = frozenset({"pill", "pills", "medicine", "medicines", "med", "meds", "medication", "medications",
+                            "tablet", "tablets", "shot", "shots"})
+
+
+def _record_drug_canonical(head: str, first_word: str, lex: Lexicon) -> tuple[str, str]:
+    """The dictionary's drug for a record's head term, and the phrase that named it. A curated name (drugs.json:
+    "alendronic acid" is alendronate, "carbidopa" the carbidopa/levodopa product) wins at any of the head, its first two
+    words or its first word; a package variant only when it keeps the first word ("levothyroxine sodium" is levothyroxine,
+    not the package's "thyroxine"): RxNorm writes the salt or acid form, patients and the tables the generic."""
+    candidates = list(dict.fromkeys((head, " ".join(head.split()[:2]), first_word)))
+    for curated in (True, False):
+        for candidate in candidates:
+            for e in lex.phrases.get(candidate, ()):
+                if e.kind != "drug" or (e.source == "alias") != curated:
+                    continue
+                if curated or e.canonical.split()[0] == first_word:
+                    return e.canonical, candidate
+    return "", ""
 
 
 def iter_hits_of_kind(hits: Iterable[Hit], *kinds: str) -> list[Hit]:

@@ -20,6 +20,7 @@ from .state import CLINICAL, Mention, TurnState, _patient_neighbours
 
 _OTHERS_SUPPLY = cue_pattern("others_supply")
 _FIRST_PERSON_INTAKE = cue_pattern("first_person_intake")
+_POSSESSIVE_SUPPLY = cue_pattern("possessive_supply")  # "I take his" (medication_frames.json)
 
 
 _CAUSAL = cue_pattern("causal")
@@ -115,6 +116,10 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
         for earlier in reversed(states[max(0, i - _TOPIC_TURNS) : i]):
             if _from_coach_question(mention, earlier, cls, lex):
                 return
+    # 2c. "it" in answer to a question that named only a class or a purpose ("Still on the blood thinner?" "Quit it"):
+    #     the pronoun takes that class, and the record says which order of the class is meant (step 3)
+    if mention.attributes.get("anaphora"):
+        cls = _class_from_turns(mention, states[max(0, i - _TOPIC_TURNS) : i], cls) or cls
     # 3. the record holds exactly one active drug of that class, or in that dosage form ("the strips", "my patch")
     candidates = _record_class_drugs(record, lex, cls) or _record_form_drugs(record, lex, mention.attributes.get("reference", ""))
     if len({c for c, _ in candidates}) == 1:
@@ -127,6 +132,24 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
         mention.name = canonical
         mention.unresolved = False
         mention.confidence = min(mention.confidence, 0.6)
+
+
+def _class_from_turns(mention: Mention, earlier: list[TurnState], cls: str) -> str:
+    """The class or purpose ("the water pill", "your bone medicine") last named in the turns before, nearest first,
+    adopted by a pronoun whose own class is unknown or broader (Centering theory: the most recent compatible
+    antecedent; Grosz, Joshi & Weinstein 1995). Each turn is read whole, the last class hit of it first."""
+    for turn in reversed(earlier):
+        named = [hit.best for sent in turn.sentences for hit in getattr(sent, "hits", [])
+                 if hit.best.kind == "drug_class" and hit.best.canonical and _compatible(cls, hit.best.canonical)]
+        if any(hit.best.kind == "drug" for sent in turn.sentences for hit in getattr(sent, "hits", [])):
+            return ""  # a turn naming a drug is the antecedent (steps 1-2b): its class is no better a guess
+        if named:
+            mention.attributes["drug_class"] = named[-1].canonical
+            mention.name = named[-1].canonical
+            if turn.turn.id not in mention.turn_ids:
+                mention.turn_ids.append(turn.turn.id)
+            return named[-1].canonical
+    return ""
 
 
 _TOPIC_TURNS = 4  # how far back a drug named by either speaker stays the topic a bare "it" refers to
@@ -221,6 +244,9 @@ def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coac
 
 
 _BARE_ACTION = cue_pattern("bare_action")
+# a polar "no" answer to a question about continued use (Sacks, Schegloff & Jefferson 1974: adjacency pairs)
+_BARE_NO = re.compile(r"\W*(?:no|nope|nah|naw|not anymore|not really)\b(?!\s+(?:problems?|issues?|trouble|side effects?|changes?))")
+_STILL_Q = re.compile(r"\b(?:still|keeping up with|continuing)\b")
 
 
 def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None, lex: Lexicon) -> None:
@@ -252,10 +278,11 @@ def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None,
             attrs["action"] = action
         category = MemoryCategory.CARE_ACTIVITY
     else:
-        found = _nearest_action(sent.low, "")
+        found = _nearest_action(_own_clause(sent.low, words), "")
         action = found[0] if found else "taking"
-        if res.negation_at >= 0 and action in ("taking", "took_once", None):
-            action = "stopped"
+        if (res.negation_at >= 0 or (_BARE_NO.match(sent.low) and _STILL_Q.search(coach_before.low))) \
+                and action in ("taking", "took_once", None):
+            action = "stopped"  # "Still on the water pill?" "Nope.": a polar answer denying continued use
         attrs = {"drug": entry.canonical if entry.kind == "drug" else "", "drug_class": entry.drug_class or
                  (entry.canonical if entry.kind == "drug_class" else lex.class_of(entry.canonical)),
                  "action": action or "taking", "from_question": coach_before.turn.id}
@@ -268,6 +295,15 @@ def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None,
                       name=attrs.get("drug") or attrs.get("name") or attrs.get("drug_class", ""))
     mention.event_time = _event_time(state, sent)
     state.mentions.append(mention)
+
+
+def _own_clause(low: str, words: list[str]) -> str:
+    """The clause of an answer about the patient's own use when it also speaks of someone else ("my husband quit his,
+    but I'm still taking mine"): the first clause with a first-person subject; the whole answer otherwise."""
+    if not any(p.kind in ("other", "owner") for p in ctx.find_people(words)):
+        return low
+    clauses = re.split(r"[,;]|\bbut\b|\bwhile\b|\bwhereas\b", low)
+    return next((c for c in clauses if re.search(r"\b(?:i|i'm|im|i've|ive|i'd|me|myself)\b", c)), "")
 
 
 def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_before: TurnState | None) -> None:
@@ -359,7 +395,7 @@ def _borrowed_from_other(state: TurnState, states: list[TurnState], i: int) -> N
     """"Helen has Ambien from her doctor. I've been taking half of one of hers": the patient's use of another person's
     medicine, named for its owner a sentence or a turn before, is the patient's fact (its source someone else)."""
     for sent in state.sentences:
-        if not _FIRST_PERSON_INTAKE.search(sent.low) or not _OTHERS_SUPPLY.search(sent.low):
+        if not _FIRST_PERSON_INTAKE.search(sent.low) or not (_OTHERS_SUPPLY.search(sent.low) or _POSSESSIVE_SUPPLY.search(sent.low)):
             continue
         if any(m.category == MemoryCategory.MEDICATION and m.sentence is sent and m.subject == Subject.PATIENT
                and not m.unresolved for m in state.mentions):

@@ -18,9 +18,13 @@ from .state import Mention, SentenceScope, TurnState
 
 _ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in cue_rules("action_rx")] + [
     (cue_pattern("stop_idiom"), "stopped", ""),  # "fired it", "a pink slip", "a drug holiday" (medication_frames.json)
-    (cue_pattern("halving"), "changed_dose", "half")]
+    (cue_pattern("halving"), "changed_dose", "half"),
+    (cue_pattern("extra_dose"), "changed_dose", "more"),  # "took an extra lithium" (medication_frames.json)
+    (cue_pattern("supply_stretch"), "changed_dose", "less")]  # "stretching my prescription till payday"
 _NEGATED_STOP = cue_pattern("negated_stop")
+_ACTIVITY_STOP = cue_pattern("activity_stop")
 _CONTAINER_NOUN = cue_words("container_noun")
+_CONSUMER_PRODUCT = cue_words("consumer_product")
 _CULINARY_USE = cue_pattern("culinary_use")
 _FOOD_HERB = cue_words("food_herb")
 _SUPPLEMENT_FORM = cue_pattern("supplement_form")
@@ -39,7 +43,12 @@ _OTC_DRUGS = cue_words("otc_drugs")
 
 _GENERIC_MED = cue_pattern("generic_med")
 _PRONOUN_MED = cue_pattern("pronoun_med")
+_FRONTED_PRONOUN = cue_pattern("fronted_pronoun")  # "that one I stopped" (medication_frames.json)
 _HANDED_TO_ME = cue_pattern("handed_to_me")
+_BORROWED_POSSESSIVE = cue_pattern("borrowed_possessive")
+# a medicine carried somewhere or for someone rather than swallowed ("took his pills over to him", "back to her")
+_CARRIED = re.compile(r"\s*(?:(?:over|back|down|up|out)\s+)?(?:to\s+(?:her|him|them|my|his|the|their)\b|for\s+(?:her|him|them)\b)"
+                      r"|\s*(?:over|back|home)\b")
 _ANTIHISTAMINE = cue_words("antihistamine")
 _PRESCRIBED = cue_pattern("prescribed")
 _GENERIC_WORDS = cue_words("generic_words")
@@ -98,7 +107,9 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
     if dose_change:
         attrs["dose_change"] = dose_change
     _dose_and_frequency(attrs, sent.low)
-    if mention.subject == Subject.OTHER and _HANDED_TO_ME.search(sent.low, hit.end):
+    if mention.subject == Subject.PATIENT and res.owner and _CARRIED.match(sent.low, hit.end):
+        mention.subject, mention.relation = Subject.OTHER, res.owner  # "took my wife's Xanax to her": carried, not taken
+    if mention.subject == Subject.OTHER and (_HANDED_TO_ME.search(sent.low, hit.end) or _borrowed(sent.low, hit)):
         _handed_to_patient(mention, attrs, sent.low[hit.end :])
     else:
         _source_and_owner(attrs, res, sent.low, mention.turn, state.context_text)
@@ -111,6 +122,14 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
     return True
 
 
+def _borrowed(low: str, hit: Hit) -> bool:
+    """"I took a couple of my wife's Xanax": the patient's intake of a medicine named as another person's, unless it
+    was only carried for them ("took my wife's Xanax to her", "picked up his pills")."""
+    if _CARRIED.match(low, hit.end):
+        return False
+    return bool(_BORROWED_POSSESSIVE.search(low[: hit.start]))
+
+
 def _lexicon_noise(hit: Hit, entry: Entry, clause: str, low: str, words: list[str], action: str | None) -> bool:
     """A dictionary hit that is not a medicine in its sentence: a brand name made only of function words and numbers
     ("at 10"), a near-miss spelling with nothing about taking medicine around it ("concert"), a class word modifying a
@@ -118,6 +137,8 @@ def _lexicon_noise(hit: Hit, entry: Entry, clause: str, low: str, words: list[st
     terms = hit.term.lower().split()
     if entry.kind == "drug" and all(t in STOPWORDS or t.isdigit() for t in terms):
         return True
+    if entry.kind == "drug" and (entry.canonical in _CONSUMER_PRODUCT or hit.term.lower() in _CONSUMER_PRODUCT):
+        return True  # "hand sanitizer in every bag": hygiene, not a medicine
     if entry.detail == "near match" and not _NEAR_MATCH_INTAKE & set(words) and action not in ("stopped", "skipped", "started",
                                                                                      "resumed", "changed_dose") \
             and not _DOSE.search(low) and not _FREQUENCY.search(low):
@@ -186,11 +207,11 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
     has_med = any(m.category == MemoryCategory.MEDICATION for m in found)
     out: list[Mention] = []
     covered = [(h.start, h.end) for h in hits]
-    for rx in ((_PRONOUN_MED,) if has_med else (_GENERIC_MED, _PRONOUN_MED, _ELIDED_DOSE)):
+    for rx in ((_PRONOUN_MED, _FRONTED_PRONOUN) if has_med else (_GENERIC_MED, _PRONOUN_MED, _FRONTED_PRONOUN, _ELIDED_DOSE)):
         if rx is _ELIDED_DOSE and out:
             break  # "cut it in half, 25 instead of 50": the pronoun already names the medicine
         for m in rx.finditer(sent.low):
-            g: int | str = 1 if rx is _GENERIC_MED else 2
+            g: int | str = 1 if rx in (_GENERIC_MED, _FRONTED_PRONOUN) else 2
             if rx is _ELIDED_DOSE:
                 g = "amt" if m.group("amt") else "amt2"
             start, end = m.start(g), m.end(g)
@@ -206,7 +227,7 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
             word = m.group(g)
             cls = "injectable" if word.startswith(("pen", "shot", "inject")) else "inhaler" if word == "inhaler" else ""
             attrs: dict[str, Any] = {"drug": "", "drug_class": cls, "action": action or "taking", "reference": word}
-            if rx in (_PRONOUN_MED, _ELIDED_DOSE):
+            if rx in (_PRONOUN_MED, _FRONTED_PRONOUN, _ELIDED_DOSE):
                 attrs["anaphora"] = True  # an elided object ("doing 1 a day instead of 2") resolves like "it"
             if dose_change:
                 attrs["dose_change"] = dose_change
@@ -269,6 +290,8 @@ def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
         for m in rx.finditer(text):
             if center >= 0 and center <= m.start() and m.end() <= center + len(term):
                 continue  # the mention's own words ("pill" in "pill"); a frame around it ("cut the pills in half") counts
+            if action == "stopped" and _ACTIVITY_STOP.match(text, m.start()):
+                continue  # "stopped worrying about it", "stopped by the pharmacy": the stop is not the medicine's
             distance = float(abs(m.start() - center) if center >= 0 else m.start())
             if action not in ("taking", "took_once"):
                 distance -= 12

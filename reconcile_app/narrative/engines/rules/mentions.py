@@ -38,6 +38,8 @@ def _s_lexicon_hit(s: SentenceScope, hit: Hit, named_drug: bool, allergy_cue: bo
         return
     if kind == "care" and hit.tok_end < len(words) and words[hit.tok_end] in ("high", "low", "out", "late", "behind", "around", "errands"):
         return  # "running high", "ran out": not exercise
+    if kind == "care" and _object_is_drug(s, hit):
+        return  # "stretching my eliquis", "walking my pills over": a verb whose object is a medicine, not exercise
     if kind == "care" and entry.canonical == "running" and re.search(r"\b(pressure|bp|sugars?|numbers|glucose|readings?)\b", sent.low[: hit.start]):
         return  # "pressure's been running in the 90s"
     if any(m.category == _KIND_CATEGORY.get(kind, "allergy") and m.name == entry.canonical for m in out):
@@ -65,6 +67,15 @@ def _s_lexicon_hit(s: SentenceScope, hit: Hit, named_drug: bool, allergy_cue: bo
     mention.attributes["lexicon"] = [{"term": hit.term, "kind": kind, "canonical": entry.canonical, "source": entry.source}]
     mention.event_time = _event_time(state, sent)
     out.append(mention)
+
+
+def _object_is_drug(s: SentenceScope, hit: Hit) -> bool:
+    """A care-activity verb whose direct object (after at most a determiner) is a drug the sentence names."""
+    nxt = hit.tok_end + (1 if hit.tok_end < len(s.words) and s.words[hit.tok_end] in _OBJECT_DETERMINERS else 0)
+    return any(h.tok_start == nxt and h.best.kind in ("drug", "drug_class") for h in s.hits)
+
+
+_OBJECT_DETERMINERS = frozenset({"my", "the", "his", "her", "our", "their", "your", "those", "these", "this", "that", "out"})
 
 
 def _s_categorised(s: SentenceScope, mention: Mention, category: str, hit: Hit, res: ctx.ContextResult,

@@ -46,7 +46,7 @@ def _table() -> dict[str, Any]:
     for key in ("order_frequency", "stated_frequency"):
         compiled[key] = [(re.compile(r["pattern"]), r["per_week"]) for r in data[key]]
     compiled["times"] = [(re.compile(r["pattern"]), r["time"]) for r in data["times"]]
-    for key in ("irregular", "only", "dropped_time", "moved", "empty_stomach_order", "with_food_said"):
+    for key in ("irregular", "only", "dropped_time", "moved", "empty_stomach_order", "with_food_said", "one_of_several"):
         compiled[key] = re.compile(data[key]["pattern"])
     return compiled
 
@@ -118,7 +118,8 @@ def _fewer_days(order: Schedule, text: str) -> ScheduleConflict | None:
     said = stated_per_week(text)
     if said is None or order.per_week is None:
         return None
-    if said < order.per_week * 0.75 and order.per_week <= 7 and not (said == 7 and order.per_week > 7):
+    # days a week said against the order's days a week: "every other day" falls short of a twice-daily order as well
+    if said < min(order.per_week, 7) * 0.75 and not (said == 7 and order.per_week > 7):
         return ScheduleConflict("less", f"{_per_week_words(said)} (ordered {_per_week_words(order.per_week)})", said / order.per_week)
     if said > order.per_week * 1.5 and order.per_week <= 1:
         return ScheduleConflict("more", f"{_per_week_words(said)} (ordered {_per_week_words(order.per_week)})", said / order.per_week)
@@ -129,6 +130,8 @@ def _dropped_dose_time(order: Schedule, text: str) -> ScheduleConflict | None:
     """One of several daily doses left out: "only the morning one", "skipping the bedtime dose", "am yes, pm no"."""
     if order.per_week is None or order.per_week < 14:
         return None
+    if _table()["one_of_several"].search(text):
+        return ScheduleConflict("less", f"one dose a day (ordered {_per_week_words(order.per_week)})", 7 / order.per_week)
     dropped = _table()["dropped_time"].search(text)
     if dropped is not None:
         time = next(iter(times_in(dropped.group("time") or dropped.group("time2"))), "")

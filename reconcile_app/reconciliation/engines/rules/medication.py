@@ -34,6 +34,8 @@ COUNT_PER_PERIOD = pattern("count_per_period")
 REPLACED = pattern("replaced")
 HYPOTHETICAL_CHANGE = pattern("hypothetical_change")
 INTERRUPTION = pattern("interruption")
+NEGATED_STOP = pattern("negated_stop")
+ACTIVITY_STOP = pattern("activity_stop")
 _WITH_PHRASE = re.compile(r"\b(?:with|along with|together with|alongside|plus)\b.*$")
 _ORDER_TABLETS = re.compile(r"\b(half|one|two|three|four|1/2|\d+(?:\.\d+)?)\s*(?:a\s+)?(?:tablets?|tabs?|capsules?|caps?|pills?)\b",
                             re.IGNORECASE)
@@ -66,7 +68,7 @@ class MedicationRules:
         The extractor's attribute picks which drug of the quote is meant. A drug the quote does not name is trusted
         when the extractor grounded it elsewhere (see `_attributed_drug`); an over-eager fuzzy match is not.
         """
-        grounded = drugs_in_text(m.quote, self.kb)
+        grounded = drugs_in_text(_purpose_compounds(m.quote, self.kb), self.kb)
         named_text = " ; ".join([_attr(m, "drug"), _attr(m, "drug_class"), *_lexicon_terms(m)]).strip(" ;")
         named = drugs_in_text(named_text, self.kb) if named_text else DrugMention()
         if not named and not grounded and named_text:
@@ -108,7 +110,7 @@ class MedicationRules:
         class in one sentence, "Sudafed" in the next). A near-miss spelling the conversation never says is not."""
         drug = _attr(m, "drug")
         if not drug:
-            return DrugMention()
+            return self._questioned_class(m, ctx, named)
         if not _attr(m, "record_ref").startswith(("MedicationRequest/", "MedicationStatement/")):
             text = " ".join([m.quote, ctx.around(m) if ctx is not None else ""])
             if drug not in terminology_drugs(text):
@@ -117,19 +119,33 @@ class MedicationRules:
             return DrugMention(drugs=list(named.drugs))
         return DrugMention(raw_names={w for w in norm(drug).split() if len(w) >= 4 and w.isalpha()})
 
+    def _questioned_class(self, m: MemoryDraft, ctx: Context | None, named: DrugMention) -> DrugMention:
+        """A short answer ("nope, quit a while back") to a question naming a class ("Still on the blood thinner?"): the
+        record's one active order of that class is what was asked about; with none or several, no drug is named."""
+        if ctx is None or not _attr(m, "from_question") or named.drugs:
+            return DrugMention()
+        label = norm(_attr(m, "drug_class"))
+        classes = set(named.lay_classes) or {c.id for c in self.kb.classes.values() if label.strip() and norm(c.label) == label}
+        if not classes:
+            return DrugMention()
+        asked = DrugMention(lay_classes=classes)
+        return asked if len(ctx.idx.match_meds(asked).active) == 1 else DrugMention()
+
     def _action(self, m: MemoryDraft, ctx: Context | None = None) -> str:
         action = _attr(m, "action").lower()
         change = _attr(m, "dose_change").lower()
-        quote = regex_text(m.quote)
-        clause = _drug_clause(m.quote, self.kb)  # only the clause naming the drug: "stopped the Advil, taking Tylenol"
-        if action in ("", "taking") and clause and not change:
+        # "stopped by the pharmacy", "quit smoking": a stop verb about a visit or an activity is not the drug's stop
+        quote = ACTIVITY_STOP.sub(" ", regex_text(m.quote))
+        clause = ACTIVITY_STOP.sub(" ", _drug_clause(m.quote, self.kb))  # only the clause naming the drug: "stopped the Advil, taking Tylenol"
+        negated_stop = bool(NEGATED_STOP.search(clause or quote))  # "never took a break from it": continued
+        if action in ("", "taking") and clause and not change and not negated_stop:
             if HALF.search(clause) or LESS.search(clause):
                 return "less"
             if MORE.search(clause):
                 return "more"
             if STOP.search(clause) or SKIP_HABIT.search(clause) or STOP_IDIOM.search(clause):
                 return "stopped"
-        if ctx is not None and action in ("", "taking"):
+        if ctx is not None and action in ("", "taking") and not negated_stop:
             # a stop said about "it" in the next sentence of the same turn ("its the water pill. so i quit it.")
             rest = regex_text(ctx.around(m))
             if not STOP.search(quote) and STOP.search(rest) and STOP_REFERRING.search(rest):
@@ -600,6 +616,26 @@ def _raw_names_in(unit: str, names: set[str]) -> set[str]:
     """Drug names the tables do not know (the record's first word, the extractor's word) said in a clause."""
     words = set(norm(unit).split())
     return {n for n in names if " " not in n and n in words}
+
+
+_PURPOSE_PHRASE = re.compile(r"\b(?:the\s+)?(pills?|medicines?|meds?|medications?|tablets?|shots?)\s+for\s+"
+                             r"(?:(?:my|the|his|her|your|our|their)\s+)?([a-z]+(?:\s+[a-z]+)?)")
+
+
+def _purpose_compounds(quote: str, kb: Knowledge) -> str:
+    """The quote with "the pill for my sugar" read as "sugar pill" (English paraphrases a noun compound "X N" as
+    "N for X"; Levi 1978), when the compound is a lay class the tables know; otherwise unchanged ("the pill for her
+    acne" stays the Pill)."""
+    def compound(m: re.Match) -> str:
+        words = m.group(2).split()
+        for purpose in (" ".join(words), words[0]):
+            for form in (m.group(1), m.group(1).removesuffix("s")):
+                for name in dict.fromkeys((purpose, purpose.removesuffix("s"))):
+                    term = f"{name} {form}"
+                    if drugs_in_text(term, kb, fuzzy=False).lay_classes:
+                        return term + m.group(0)[m.group(0).find(purpose) + len(purpose):]
+        return m.group(0)
+    return _PURPOSE_PHRASE.sub(compound, regex_text(quote)) if " for " in regex_text(quote) else quote
 
 
 def _drug_clause(quote: str, kb: Knowledge) -> str:
