@@ -171,7 +171,13 @@ class MedspacyContext:
     def speaker_events(self, turn_text: str, *, names: Sequence[tuple[int, int]] = ()) -> list[SpeakerEvent]:
         """Where the typist of a patient turn changes, in text order: each caregiver frame it opens (the longest of
         overlapping matches) and each hand-back to the patient ("it's me again"). A frame carried from an earlier turn
-        holds until one of these."""
+        holds until one of these. Most turns hold no cue word of either and are not tokenized."""
+        if self._frame_cues is not None:
+            low = turn_text.lower()
+            words = set(_WORD.findall(low))
+            if not _HAND_BACK.search(low) and not any(
+                    all(alpha & words or any(w in low for w in other) for alpha, other in cue) for cue in self._frame_cues):
+                return []
         doc = self._nlp.make_doc(turn_text)
         _set_names(doc, names)
         found = sorted((m for m in self._frames(doc) if m[1] == 0 or not self._frame_at_start[m[0]]),
@@ -580,7 +586,10 @@ def _context_rules(rule_cls: Any, literal: str, category: str, direction: str, p
     return [rule_cls(literal, category, pattern=pattern, direction=direction, max_scope=max_scope, metadata=meta)]
 
 
-_WORD = re.compile(r"[^\W\d_]+")  # a letter run: every token spaCy makes of letters alone (it splits at hyphens)
+_WORD = re.compile(r"[^\W\d_]+")
+# what every hand-back pattern needs in the lowered turn (a turn without any is not tokenized for them)
+_HAND_BACK = re.compile(r"\b(?:it'?s|its|it is) me\b|\b(?:i'?m|i am) back\b|\bback to me\b|\b(?:she|he)(?:'?s| is) back\b"
+                        r"|\b(?:handing|passing|giving) (?:it|the|this|her|him)\b")  # a letter run: every token spaCy makes of letters alone (it splits at hyphens)
 
 
 def _matcher(nlp: Any, patterns: list[RuleSpec]) -> Any:

@@ -221,6 +221,7 @@ class _SignIn:
 
 _BARE_SIGN_IN = re.compile(r"^(?:(?:hi|hello|hey),?\s*)?this is [A-Z][a-z]+\W*$", re.I)
 _THIRD_PERSON = re.compile(r"\b(?:he|she|him|her|his|he's|she's|hes|shes)\b", re.I)
+_ME_AGAIN = re.compile(r"\s*(?:it'?s\s+)?me\s+(?:again|now|here)\b", re.I)
 _NAME_TAG = re.compile(r"\s*\(?([A-Z][a-z]+)\)?(?:\s+(again|here|now|typing|writing))?\s*(?:[.,:!)\-]|$)")
 _SIGNED_NAME = re.compile(r"\b([A-Z][a-z]+)\b(?!'s)")
 _OWNER_NAME = re.compile(r"\b([A-Z][a-z]+)'s\b")
@@ -268,6 +269,8 @@ class Speakers:
     def sign_in(self, text: str, frame: Any) -> Any:
         """A name tag opening the turn ("Carol.", "(Camila)", "Irv here."): the typist's keeps the frame, the
         patient's ends it; anything else says nothing (_KEEP)."""
+        if frame is not None and _ME_AGAIN.match(text):
+            return None  # "Me again, ...": the patient has the keyboard back
         m = _NAME_TAG.match(text)
         if not m:
             return _KEEP
