@@ -253,3 +253,11 @@ def test_a_short_answer_that_denies_no_use_or_names_no_order_is_no_contradiction
 def test_another_persons_supply_named_by_a_possessive_pronoun(engines, rules_record, said: str, borrowed: bool) -> None:
     gaps = [f for f in discrepancies(findings(engines, rules_record, said)) if f.rule == "med-undocumented-someone-else"]
     assert bool(gaps) == borrowed
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("How are the mood pills?", "I used to skip them in college but not anymore"),
+    ("Anything new?", "used to forget my lithium a lot, I don't anymore since the alarm"),
+])
+def test_a_past_lapse_that_has_ended_is_no_stop(engines, meds, question, answer) -> None:
+    assert not [f for f in discrepancies(findings(engines, meds, question, answer)) if f.kind == "contradiction"]

@@ -13,7 +13,7 @@ from .. import context as ctx
 from ..clauses import Sentence
 from ..cues import cue_pattern, cue_rules
 from .care import _care_action
-from .medication import _ANTIHISTAMINE, _nearest_action
+from .medication import _ANTIHISTAMINE, _PAST_LAPSE_ENDED, _nearest_action
 from .sentences import _event_time, _sentence_time
 from .state import CLINICAL, Mention, TurnState, _patient_neighbours
 
@@ -278,10 +278,10 @@ def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None,
             attrs["action"] = action
         category = MemoryCategory.CARE_ACTIVITY
     else:
-        found = _nearest_action(_own_clause(sent.low, words), "")
-        action = found[0] if found else "taking"
+        found = None if _PAST_LAPSE_ENDED.search(sent.low) else _nearest_action(_own_clause(sent.low, words), "")
+        action = found[0] if found else "taking"  # "used to skip them, not anymore": taken now
         if (res.negation_at >= 0 or (_BARE_NO.match(sent.low) and _STILL_Q.search(coach_before.low))) \
-                and action in ("taking", "took_once", None):
+                and action in ("taking", "took_once", None) and not _PAST_LAPSE_ENDED.search(sent.low):
             action = "stopped"  # "Still on the water pill?" "Nope.": a polar answer denying continued use
         attrs = {"drug": entry.canonical if entry.kind == "drug" else "", "drug_class": entry.drug_class or
                  (entry.canonical if entry.kind == "drug_class" else lex.class_of(entry.canonical)),

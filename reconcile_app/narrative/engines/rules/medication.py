@@ -23,6 +23,7 @@ _ACTION_RX = [(re.compile(r["pattern"]), r["action"], r["dose_change"]) for r in
     (cue_pattern("supply_stretch"), "changed_dose", "less")]  # "stretching my prescription till payday"
 _NEGATED_STOP = cue_pattern("negated_stop")
 _ACTIVITY_STOP = cue_pattern("activity_stop")
+_PAST_LAPSE_ENDED = cue_pattern("past_lapse_ended")
 _CONTAINER_NOUN = cue_words("container_noun")
 _CONSUMER_PRODUCT = cue_words("consumer_product")
 _CULINARY_USE = cue_pattern("culinary_use")
@@ -246,8 +247,8 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
 
 
 def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
-    if _NEGATED_STOP.search(clause):
-        return "taking", ""  # "never stopped it", "told me not to stop it", "haven't missed a dose": continued
+    if _NEGATED_STOP.search(clause) or _PAST_LAPSE_ENDED.search(sentence):
+        return "taking", ""  # "never stopped it", "haven't missed a dose", "used to skip them, not anymore": continued
     if res.negation_at >= 0 and words[res.negation_at] in ("without", "no") and 0 <= hit.tok_start - res.negation_at <= 3:
         return "stopped", ""  # "without my januvia", "no more advil"
     if res.negation_at >= 0 and re.search(r"\b(?:anymore|any more|no longer)\b", sentence) and \
