@@ -361,7 +361,7 @@ def judged(corpus: Corpus, scores: Sequence[float], threshold: float) -> list[bo
 
 JUDGE_OFF = 1.01  # a judge threshold no score reaches: the turn filter is off (Judge.filters)
 FALLBACK_OFF = 1.01  # a detector threshold no score reaches: scores are attached, no fallback memory is added
-GRID_C = (0.1, 0.3, 1.0, 3.0)
+GRID_C = (0.1, 0.3, 1.0)  # C=3 lost every comparison at 79 patients (author folds)
 
 
 def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) -> tuple[float, dict[str, float]]:
@@ -376,15 +376,20 @@ def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) 
     return best
 
 
-def against_rules(corpus: Corpus, scores: Sequence[float], rules: dict[str, float]) -> tuple[float, dict[str, float], bool]:
-    """The judge threshold with the best detection among those no worse than the rules on both figures (then the fewest
-    false); it beats the rules when it is strictly better on one: fewer false at equal detection, or more at equal false."""
+JUDGE_POINTS = ("fewer_false", "more_detection")
+
+
+def against_rules(corpus: Corpus, scores: Sequence[float], rules: dict[str, float], point: str = "fewer_false") -> tuple[float, dict[str, float], bool]:
+    """Among judge thresholds no worse than the rules on both figures: the fewest false discrepancies (`fewer_false`, then
+    the best detection) or the best detection (`more_detection`, then the fewest false). It beats the rules when it is
+    strictly better on one figure."""
+    order = (lambda r: (-r["false_per_plain"], r["detection"])) if point == "fewer_false" else (lambda r: (r["detection"], -r["false_per_plain"]))
     best: tuple[float, dict[str, float]] | None = None
     for step in range(99, 0, -1):
         rates = simulate(corpus, judged(corpus, scores, step / 100))
         if rates["false_per_plain"] > rules["false_per_plain"] + 1e-9 or rates["detection"] < rules["detection"] - 1e-9:
             continue
-        if best is None or (rates["detection"], -rates["false_per_plain"]) > (best[1]["detection"], -best[1]["false_per_plain"]):
+        if best is None or order(rates) > order(best[1]):
             best = (step / 100, rates)
     if best is None:
         return JUDGE_OFF, rules, False
@@ -392,17 +397,25 @@ def against_rules(corpus: Corpus, scores: Sequence[float], rules: dict[str, floa
     return best[0], best[1], beats
 
 
-def tune_judge(corpus: Corpus, folds: int, fold_map: dict[str, int], rules: dict[str, float], max_false: float) -> dict[str, Any]:
-    """Every (C, class balance) out of fold by author: at the false budget and against the rules; the best kept."""
+def tune_judge(corpus: Corpus, folds: int, fold_map: dict[str, int], rules: dict[str, float], max_false: float,
+               point: str = "fewer_false") -> dict[str, Any]:
+    """Every (C, class balance) out of fold by author: at the false budget and at both points against the rules; the best
+    setting at `point` kept."""
     rows: list[dict[str, Any]] = []
     for balanced in (True, False):
         for C in GRID_C:
             scores = judge_out_of_fold(corpus.cases, folds, fold_map, C, balanced)
-            threshold, rates, beats = against_rules(corpus, scores, rules)
-            rows.append({"C": C, "balanced": balanced, "at_budget": choose_threshold(corpus, scores, max_false)[1],
-                         "vs_rules": {"threshold": threshold, **rates, "beats_rules": beats}})
-    best = max(rows, key=lambda r: (r["vs_rules"]["beats_rules"], r["vs_rules"]["detection"], -r["vs_rules"]["false_per_plain"]))
-    return {"grid": rows, "best": best}
+            row: dict[str, Any] = {"C": C, "balanced": balanced, "at_budget": choose_threshold(corpus, scores, max_false)[1]}
+            for name in JUDGE_POINTS:
+                threshold, rates, beats = against_rules(corpus, scores, rules, name)
+                row[name] = {"threshold": threshold, **rates, "beats_rules": beats}
+            rows.append(row)
+    if point == "fewer_false":
+        key = lambda r: (r[point]["beats_rules"], -r[point]["false_per_plain"], r[point]["detection"])  # noqa: E731
+    else:
+        key = lambda r: (r[point]["beats_rules"], r[point]["detection"], -r[point]["false_per_plain"])  # noqa: E731
+    best = max(rows, key=key)
+    return {"grid": rows, "best": best, "point": point}
 
 
 # ---- the turn detector's fallback memories: end to end, against the rules without them ---------------------------
@@ -520,7 +533,7 @@ def safety_outcome(cases: Sequence[TurnCase], folds: int, fold_map: dict[str, in
         threshold = next((t / 100 for t in range(95, 4, -1) if rates(p_true, t / 100)[0] >= safety_recall), 0.05)
         recall, false = rates(p_true, threshold)
         grid.append({"C": C, "threshold": threshold, "learned_or_rules_recall": round(recall, 3), "learned_or_rules_false_flags": false})
-    best = max(grid, key=lambda r: (r["learned_or_rules_recall"], -r["learned_or_rules_false_flags"]))
+    best = min(grid, key=lambda r: (r["learned_or_rules_recall"] < safety_recall, r["learned_or_rules_false_flags"], r["C"]))
     return {"rules_recall": round(rules_recall, 3), "rules_false_flags": rules_false, "positives": sum(truth), "grid": grid,
             **best, "shipped": best["learned_or_rules_recall"] >= rules_recall + 0.05}
 
@@ -554,6 +567,17 @@ class TrainedModels:
     outcomes: dict[str, LinearModel] = field(default_factory=dict)
 
 
+def judge_without_fallbacks(swept: Corpus, folds: int, fold_map: dict[str, int], best: dict[str, Any], point: str,
+                            at: dict[str, Any]) -> dict[str, Any]:
+    """The chosen judge setting without any fallback memory, against the rules alone: do the fallbacks pay under the judge too?"""
+    corpus = with_fallbacks(swept, FALLBACK_OFF)
+    rules = simulate(corpus, [c.rule_flag for c in corpus.cases])
+    scores = judge_out_of_fold(corpus.cases, folds, fold_map, best["C"], best["balanced"])
+    threshold, rates, beats = against_rules(corpus, scores, rules, point)
+    return {"rules_without_fallbacks": rules, "judge_without_fallbacks": {"threshold": threshold, **rates, "beats_rules": beats},
+            "judge_with_fallbacks": at}
+
+
 DETECTOR_GRID = ((False, 1.0), (False, 8.0), (True, 8.0))  # (raw turn n-grams?, C): text C=8 is the shipped 55-patient setting
 
 
@@ -578,7 +602,8 @@ def select_detector(turns: Sequence[TurnSample], folds: int, fold_map: dict[str,
 
 
 def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
-                 fallback_rate: float = 0.05, extra_false: float = 0.01, progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
+                 fallback_rate: float = 0.05, extra_false: float = 0.01, judge_point: str = "fewer_false",
+                 progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
     """Detector and category model on every turn; the judge and outcome models on turn cases scored out of fold by author."""
     fold_map = fold_of(patients, folds)
     progress("turn samples")
@@ -596,16 +621,17 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
     corpus = with_fallbacks(swept, fallback_threshold)
     rules_only = simulate(corpus, [c.rule_flag for c in corpus.cases])
     progress("judge out of fold")
-    judge_report = tune_judge(corpus, folds, fold_map, rules_only, max_false)
-    best = judge_report["best"]
+    judge_report = tune_judge(corpus, folds, fold_map, rules_only, max_false, judge_point)
+    best, at = judge_report["best"], judge_report["best"][judge_point]
     # The judge filters turns only where it beats the rules out of fold (else threshold above 1: off)
-    filters = best["vs_rules"]["beats_rules"]
+    filters = at["beats_rules"]
+    fallbacks["with_judge"] = judge_without_fallbacks(swept, folds, fold_map, best, judge_point, at)
     progress("final fits")
     chosen = detector_report["chosen"]
     detector = fit_detector(turns, C=chosen["C"], text=chosen["text"])
     detector.threshold = fallback_threshold
     judge = fit_judge(corpus.cases, C=best["C"], balanced=best["balanced"])
-    judge.threshold = best["vs_rules"]["threshold"] if filters else JUDGE_OFF
+    judge.threshold = at["threshold"] if filters else JUDGE_OFF
     progress("outcome models")
     outcomes, outcome_report = outcome_models(corpus, folds, fold_map)
     report = {
@@ -613,7 +639,8 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
         "turn_positives": sum(s.label for s in turns), "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions,
         "plain_sessions": corpus.plain_sessions, "folds": folds, "fold_by": "author", "max_false_per_plain": max_false,
         "fallback_threshold": fallback_threshold, "judge_threshold": judge.threshold, "judge_filters_turns": filters,
-        "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": best["vs_rules"], "judge_at_budget": best["at_budget"],
+        "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": at, "judge_point": judge_point,
+                        "judge_other_point": best[JUDGE_POINTS[1 - JUDGE_POINTS.index(judge_point)]], "judge_at_budget": best["at_budget"],
                         "judge_grid": judge_report["grid"], "detector": detector_report, "fallbacks": fallbacks,
                         "outcomes": outcome_report},
     }

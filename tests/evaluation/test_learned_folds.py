@@ -68,3 +68,14 @@ def test_fallbacks_ship_only_where_they_add_detection_within_the_extra_false_bud
     kept = with_fallbacks(corpus, sweep["with_fallbacks"]["threshold"])
     assert [c.turn for c in kept.cases] == ["t0", "t2"]
     assert not fallback_sweep(Corpus(cases[1:], 1, 100), extra_false=0.01)["adds_detection"]
+
+
+def test_the_two_operating_points_trade_false_discrepancies_against_detection() -> None:
+    cases = [_case(0, True, True, True), _case(1, True, True, False), _case(2, False, True, True), _case(3, False, True, False)]
+    corpus = Corpus(cases, scenario_sessions=2, plain_sessions=2)
+    rules = {"detection": 0.5, "false_per_plain": 0.5}
+    scores = [0.9, 0.5, 0.6, 0.1]
+    _, fewer, beats = against_rules(corpus, scores, rules, "fewer_false")
+    assert beats and fewer == {"detection": 0.5, "false_per_plain": 0.0}
+    _, more, beats = against_rules(corpus, scores, rules, "more_detection")
+    assert beats and more == {"detection": 1.0, "false_per_plain": 0.5}
