@@ -1,16 +1,18 @@
 """Training the engines' learned parts from labelled datasets (scikit-learn fits; the models ship as JSON).
 
 Deterministic: patients are read in sorted order, vocabularies are sorted, the solver is lbfgs with a fixed
-iteration budget and no randomness. Thresholds are chosen on out-of-fold scores (grouped by patient, so a
-patient's own sentences never score themselves) at a target rate of plain sessions flagged.
+iteration budget and no randomness. Every out-of-fold figure, threshold and regularization choice is made on folds
+grouped by *author* (whole authors held out, as the held-out set is): by-patient folds let an author's voice leak
+between folds and flatter the models. A model ships only where it beats the rules out of fold.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -168,8 +170,10 @@ def _sklearn_fit(rows: list[dict[str, float]], labels: list[str], *, C: float, b
     return classes, weights, intercepts
 
 
-def fit_detector(samples: Sequence[TurnSample], *, C: float = 2.0, name: str = "turn-delta", version: str = "1") -> LinearModel:
-    fields = _fit_fields(samples)
+def fit_detector(samples: Sequence[TurnSample], *, C: float = 2.0, text: bool = True, name: str = "turn-delta",
+                 version: str = "1") -> LinearModel:
+    """`text=False`: record-aware dense features only (rule outputs, categories, record states, cue families)."""
+    fields = _fit_fields(samples) if text else []
     rows = [_featurize(fields, s) for s in samples]
     labels = ["yes" if s.label else "no" for s in samples]
     classes, weights, intercepts = _sklearn_fit(rows, labels, C=C, balanced=True)
@@ -185,18 +189,17 @@ def fit_category(samples: Sequence[TurnSample], *, C: float = 2.0, name: str = "
     return LinearModel(name, version, classes, weights, intercepts, fields)
 
 
-def out_of_fold(samples: Sequence[TurnSample], fit: Callable[[Sequence[TurnSample]], LinearModel], folds: int = 5) -> list[float]:
-    """Each sample scored by a model that never saw its patient (patients dealt round-robin in sorted order)."""
-    patients = sorted({s.patient for s in samples})
-    fold_of = {p: i % folds for i, p in enumerate(patients)}
+def out_of_fold(samples: Sequence[TurnSample], fit: Callable[[Sequence[TurnSample]], LinearModel], fold_map: dict[str, int],
+                folds: int = 5) -> tuple[list[float], dict[int, LinearModel]]:
+    """Each sample scored by a model that never saw its fold (whole authors, see fold_of); the fold models too."""
     scores = [0.0] * len(samples)
+    models: dict[int, LinearModel] = {}
     for k in range(folds):
-        train = [s for s in samples if fold_of[s.patient] != k]
-        model = fit(train)
+        models[k] = model = fit([s for s in samples if fold_map[s.patient] != k])
         for i, s in enumerate(samples):
-            if fold_of[s.patient] == k:
+            if fold_map[s.patient] == k:
                 scores[i] = model.positive(model.featurize(s.texts, s.dense))
-    return scores
+    return scores, models
 
 
 def session_rates(samples: Sequence[TurnSample], scores: Sequence[float], threshold: float) -> dict[str, float]:
@@ -244,6 +247,9 @@ class TurnCase:
     emits: bool  # the turn has something to raise (a rules discrepancy or a clinical memory of the patient's own)
     rule_flag: bool  # the rules alone raise a discrepancy on it
     picked: dict[str, Any] | None = None  # kind, severity, safety_critical of the verdict the turn would raise
+    core_flag: bool = False  # a rules discrepancy on a memory of the rules' own (not the detector's fallback)
+    fallback: bool = False  # the turn carries a fallback memory of the turn detector
+    delta: float = 0.0  # the turn detector's (out-of-fold) score
 
 
 @dataclass
@@ -253,8 +259,30 @@ class Corpus:
     plain_sessions: int
 
 
+_AUTHOR_ID = re.compile(r"^([a-z]{2,})\d+$")
+
+
+def author_of(key: str) -> str:
+    """A patient's author: the letters of an id like "ava03"; else its dataset folder (dev p01-p10, demo: one author each)."""
+    parent, _, name = key.rpartition("/")
+    match = _AUTHOR_ID.match(name)
+    return match.group(1) if match else parent
+
+
 def fold_of(patients: Sequence[Patient], folds: int) -> dict[str, int]:
-    return {p.key: i % folds for i, p in enumerate(sorted(patients, key=lambda p: p.key))}
+    """Whole authors per fold, largest first into the smallest fold (deterministic); by patient when authors are too few."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for p in sorted(patients, key=lambda p: p.key):
+        groups[author_of(p.key)].append(p.key)
+    if len(groups) < folds:  # e.g. the demo data alone: one author
+        return {p.key: i % folds for i, p in enumerate(sorted(patients, key=lambda p: p.key))}
+    sizes = [0] * folds
+    out: dict[str, int] = {}
+    for author in sorted(groups, key=lambda a: (-len(groups[a]), a)):
+        k = min(range(folds), key=lambda i: (sizes[i], i))
+        sizes[k] += len(groups[author])
+        out.update({key: k for key in groups[author]})
+    return out
 
 
 def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: Any, detector_of: Callable[[str], Any]) -> Corpus:
@@ -291,20 +319,26 @@ def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: 
                     any(f.kind in ("contradiction", "gap") for f in outs),
                     {"kind": outs[chosen].kind, "severity": outs[chosen].severity, "safety_critical": outs[chosen].safety_critical,
                      "category": outs[chosen].category} if chosen is not None else None,
+                    any(f.kind in ("contradiction", "gap") for m, f in zip(mems, outs) if not m.attributes.get("fallback")),
+                    any(m.attributes.get("fallback") for m in mems),
+                    max((float((m.attributes.get("delta") or {}).get("score") or 0.0) for m in mems), default=0.0),
                 ))
     return Corpus(cases, scenario_total, plain_total)
 
 
-def fit_judge(cases: Sequence[TurnCase], *, C: float = 1.0, name: str = "judge", version: str = "2") -> LinearModel:
+def fit_judge(cases: Sequence[TurnCase], *, C: float = 1.0, balanced: bool = True, name: str = "judge", version: str = "2") -> LinearModel:
     rows = [{f"f:{k}": v for k, v in c.dense.items() if v} for c in cases]
-    classes, weights, intercepts = _sklearn_fit(rows, ["yes" if c.label else "no" for c in cases], C=C, balanced=True)
+    classes, weights, intercepts = _sklearn_fit(rows, ["yes" if c.label else "no" for c in cases], C=C, balanced=balanced)
     return LinearModel(name, version, classes, weights, intercepts, [])
 
 
-def judge_out_of_fold(cases: Sequence[TurnCase], folds: int, fold_map: dict[str, int], C: float) -> list[float]:
+def judge_out_of_fold(cases: Sequence[TurnCase], folds: int, fold_map: dict[str, int], C: float, balanced: bool = True) -> list[float]:
     scores = [0.0] * len(cases)
     for k in range(folds):
-        model = fit_judge([c for c in cases if fold_map[c.patient] != k], C=C)
+        train = [c for c in cases if fold_map[c.patient] != k]
+        if len({c.label for c in train}) < 2:
+            continue
+        model = fit_judge(train, C=C, balanced=balanced)
         for i, c in enumerate(cases):
             if fold_map[c.patient] == k:
                 scores[i] = model.positive(model.featurize({}, c.dense))
@@ -326,6 +360,8 @@ def judged(corpus: Corpus, scores: Sequence[float], threshold: float) -> list[bo
 
 
 JUDGE_OFF = 1.01  # a judge threshold no score reaches: the turn filter is off (Judge.filters)
+FALLBACK_OFF = 1.01  # a detector threshold no score reaches: scores are attached, no fallback memory is added
+GRID_C = (0.1, 0.3, 1.0)  # C=3 lost every comparison at 79 patients (author folds)
 
 
 def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) -> tuple[float, dict[str, float]]:
@@ -338,6 +374,78 @@ def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) 
             break
         best = (threshold, rates)
     return best
+
+
+JUDGE_POINTS = ("fewer_false", "more_detection")
+
+
+def against_rules(corpus: Corpus, scores: Sequence[float], rules: dict[str, float], point: str = "fewer_false") -> tuple[float, dict[str, float], bool]:
+    """Among judge thresholds no worse than the rules on both figures: the fewest false discrepancies (`fewer_false`, then
+    the best detection) or the best detection (`more_detection`, then the fewest false). It beats the rules when it is
+    strictly better on one figure."""
+    order = (lambda r: (-r["false_per_plain"], r["detection"])) if point == "fewer_false" else (lambda r: (r["detection"], -r["false_per_plain"]))
+    best: tuple[float, dict[str, float]] | None = None
+    for step in range(99, 0, -1):
+        rates = simulate(corpus, judged(corpus, scores, step / 100))
+        if rates["false_per_plain"] > rules["false_per_plain"] + 1e-9 or rates["detection"] < rules["detection"] - 1e-9:
+            continue
+        if best is None or order(rates) > order(best[1]):
+            best = (step / 100, rates)
+    if best is None:
+        return JUDGE_OFF, rules, False
+    beats = best[1]["detection"] > rules["detection"] + 1e-9 or best[1]["false_per_plain"] < rules["false_per_plain"] - 1e-9
+    return best[0], best[1], beats
+
+
+def tune_judge(corpus: Corpus, folds: int, fold_map: dict[str, int], rules: dict[str, float], max_false: float,
+               point: str = "fewer_false") -> dict[str, Any]:
+    """Every (C, class balance) out of fold by author: at the false budget and at both points against the rules; the best
+    setting at `point` kept."""
+    rows: list[dict[str, Any]] = []
+    for balanced in (True, False):
+        for C in GRID_C:
+            scores = judge_out_of_fold(corpus.cases, folds, fold_map, C, balanced)
+            row: dict[str, Any] = {"C": C, "balanced": balanced, "at_budget": choose_threshold(corpus, scores, max_false)[1]}
+            for name in JUDGE_POINTS:
+                threshold, rates, beats = against_rules(corpus, scores, rules, name)
+                row[name] = {"threshold": threshold, **rates, "beats_rules": beats}
+            rows.append(row)
+    if point == "fewer_false":
+        key = lambda r: (r[point]["beats_rules"], -r[point]["false_per_plain"], r[point]["detection"])  # noqa: E731
+    else:
+        key = lambda r: (r[point]["beats_rules"], r[point]["detection"], -r[point]["false_per_plain"])  # noqa: E731
+    best = max(rows, key=key)
+    return {"grid": rows, "best": best, "point": point}
+
+
+# ---- the turn detector's fallback memories: end to end, against the rules without them ---------------------------
+
+
+def with_fallbacks(corpus: Corpus, threshold: float) -> Corpus:
+    """The turn cases as if fallback memories were added only at or over `threshold` (cases collected at a lower one)."""
+    cases = []
+    for c in corpus.cases:
+        if c.fallback and c.delta < threshold:
+            if not c.core_flag:
+                continue  # the turn had only the fallback memory (and non-clinical ones): nothing to reconcile
+            c = replace(c, rule_flag=c.core_flag, fallback=False)
+        cases.append(c)
+    return Corpus(cases, corpus.scenario_sessions, corpus.plain_sessions)
+
+
+def fallback_sweep(corpus: Corpus, extra_false: float) -> dict[str, Any]:
+    """The lowest detector threshold whose fallback memories add at most `extra_false` false discrepancies per plain
+    session to the rules alone; off unless they add detection."""
+    base = simulate(corpus, [c.core_flag for c in corpus.cases])
+    best = {"threshold": FALLBACK_OFF, **base}
+    for step in range(99, 0, -1):
+        t = step / 100
+        rates = simulate(corpus, [c.core_flag or (c.rule_flag and c.fallback and c.delta >= t) for c in corpus.cases])
+        if rates["false_per_plain"] > base["false_per_plain"] + extra_false + 1e-9:
+            break
+        if rates["detection"] > best["detection"] + 1e-9:
+            best = {"threshold": t, **rates}
+    return {"rules_without_fallbacks": base, "with_fallbacks": best, "adds_detection": best["threshold"] <= 1.0}
 
 
 # ---- what a raised turn is: kind, safety flag, severity, learned from the scenarios it carries ------------------
@@ -357,65 +465,95 @@ def _rule_value(case: TurnCase, name: str) -> str:
     return str(_RULE_DEFAULT[name])
 
 
-def fit_outcome(cases: Sequence[TurnCase], name: str, *, C: float = 0.3) -> LinearModel:
+def fit_outcome(cases: Sequence[TurnCase], name: str, *, C: float = 0.3, balanced: bool | None = None) -> LinearModel:
     rows = [{f"f:{k}": v for k, v in c.dense.items() if v} for c in cases]
-    classes, weights, intercepts = _sklearn_fit(rows, [_target(c, name) for c in cases], C=C, balanced=name == "safety_critical")
+    balanced = name == "safety_critical" if balanced is None else balanced
+    classes, weights, intercepts = _sklearn_fit(rows, [_target(c, name) for c in cases], C=C, balanced=balanced)
     return LinearModel(f"judge-{name}", "1", classes, weights, intercepts, [])
 
 
-def outcome_out_of_fold(cases: Sequence[TurnCase], name: str, folds: int, fold_map: dict[str, int]) -> list[dict[str, float]]:
+def outcome_out_of_fold(cases: Sequence[TurnCase], name: str, folds: int, fold_map: dict[str, int], *, C: float = 0.3,
+                        balanced: bool | None = None) -> list[dict[str, float]]:
     probs: list[dict[str, float]] = [{} for _ in cases]
     for k in range(folds):
         train = [c for c in cases if fold_map[c.patient] != k]
         if len({_target(c, name) for c in train}) < 2:
             continue
-        model = fit_outcome(train, name)
+        model = fit_outcome(train, name, C=C, balanced=balanced)
         for i, c in enumerate(cases):
             if fold_map[c.patient] == k:
                 probs[i] = model.proba(model.featurize({}, c.dense))
     return probs
 
 
+def _accuracy(pred: Sequence[str], truth: Sequence[str]) -> float:
+    return round(sum(a == b for a, b in zip(pred, truth)) / len(truth), 3) if truth else 0.0
+
+
+def _within_one(pred: Sequence[str], truth: Sequence[str]) -> float:
+    return round(sum(abs(_RANK.get(a, 2) - _RANK.get(b, 2)) <= 1 for a, b in zip(pred, truth)) / len(truth), 3) if truth else 0.0
+
+
+def categorical_outcome(cases: Sequence[TurnCase], key: str, folds: int, fold_map: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Kind or severity: every (C, balance) out of fold by author against the rules' own value; the best setting.
+    `unrated`: the learned value only where the rules rated nothing (the severity of a turn the judge raises)."""
+    truth = [_target(c, key) for c in cases]
+    rules = [_rule_value(c, key) for c in cases]
+    rated = [bool(c.picked) and c.picked.get("kind") in ("contradiction", "gap") for c in cases]
+    grid = []
+    for balanced in (False, True):
+        for C in GRID_C:
+            probs = outcome_out_of_fold(cases, key, folds, fold_map, C=C, balanced=balanced)
+            learned = [max(p, key=p.get) if p else r for p, r in zip(probs, rules)]
+            unrated = [r if was else m for r, m, was in zip(rules, learned, rated)]
+            grid.append({"C": C, "balanced": balanced, "learned": _accuracy(learned, truth), "unrated": _accuracy(unrated, truth),
+                         "learned_within_one": _within_one(learned, truth)})
+    best = max(grid, key=lambda r: (max(r["learned"], r["unrated"]), -r["C"]))
+    row: dict[str, Any] = {"rules": _accuracy(rules, truth), "rules_within_one": _within_one(rules, truth),
+                           "rules_unrated_turns": sum(not r for r in rated), "grid": grid, "best": best}
+    row["scope"] = "all" if best["learned"] > row["rules"] and best["learned"] >= best["unrated"] else (
+        "unrated" if best["unrated"] > row["rules"] else "")
+    row["shipped"] = bool(row["scope"])
+    return row, best
+
+
+def safety_outcome(cases: Sequence[TurnCase], folds: int, fold_map: dict[str, int], safety_recall: float) -> dict[str, Any]:
+    """The safety flag added to the rules' own: per C, the highest threshold reaching `safety_recall` out of fold by author."""
+    truth = [_target(c, "safety_critical") == "True" for c in cases]
+    rules = [_rule_value(c, "safety_critical") == "True" for c in cases]
+
+    def rates(p_true: Sequence[float], threshold: float) -> tuple[float, int]:
+        flags = [r or p >= threshold for r, p in zip(rules, p_true)]
+        return sum(f for f, t in zip(flags, truth) if t) / max(1, sum(truth)), sum(f and not t for f, t in zip(flags, truth))
+
+    rules_recall, rules_false = rates([0.0] * len(cases), 1.01)
+    grid = []
+    for C in GRID_C:
+        p_true = [p.get("True", 0.0) for p in outcome_out_of_fold(cases, "safety_critical", folds, fold_map, C=C, balanced=True)]
+        threshold = next((t / 100 for t in range(95, 4, -1) if rates(p_true, t / 100)[0] >= safety_recall), 0.05)
+        recall, false = rates(p_true, threshold)
+        grid.append({"C": C, "threshold": threshold, "learned_or_rules_recall": round(recall, 3), "learned_or_rules_false_flags": false})
+    best = min(grid, key=lambda r: (r["learned_or_rules_recall"] < safety_recall, r["learned_or_rules_false_flags"], r["C"]))
+    return {"rules_recall": round(rules_recall, 3), "rules_false_flags": rules_false, "positives": sum(truth), "grid": grid,
+            **best, "shipped": best["learned_or_rules_recall"] >= rules_recall + 0.05}
+
+
 def outcome_models(corpus: Corpus, folds: int, fold_map: dict[str, int], safety_recall: float = 0.9) -> tuple[dict[str, LinearModel], dict[str, Any]]:
-    """Each outcome model out of fold against the rules' own value on the raised scenario turns; kept only where better."""
+    """Each outcome model out of fold (by author) against the rules' own value on the raised scenario turns; kept only where better."""
     cases = [c for c in corpus.cases if c.label and c.emits]
     report: dict[str, Any] = {"scenario_turns": len(cases)}
     shipped: dict[str, LinearModel] = {}
     if len(cases) < folds * 4:
         return shipped, report
-    for name, key in (("kind", "kind"), ("severity", "severity")):
-        probs = outcome_out_of_fold(cases, key, folds, fold_map)
-        learned = [max(p, key=p.get) if p else _rule_value(c, key) for c, p in zip(cases, probs)]
-        rules = [_rule_value(c, key) for c in cases]
-        truth = [_target(c, key) for c in cases]
-        acc = lambda pred: sum(a == b for a, b in zip(pred, truth)) / len(truth)  # noqa: E731
-        row: dict[str, Any] = {"learned": round(acc(learned), 3), "rules": round(acc(rules), 3)}
-        if name == "severity":
-            within = lambda pred: sum(abs(_RANK[a] - _RANK[b]) <= 1 for a, b in zip(pred, truth)) / len(truth)  # noqa: E731
-            row.update({"learned_within_one": round(within(learned), 3), "rules_within_one": round(within(rules), 3)})
-        row["shipped"] = row["learned"] > row["rules"]
-        report[name] = row
-        if row["shipped"]:
-            shipped[name] = fit_outcome(cases, key)
-    probs = outcome_out_of_fold(cases, "safety_critical", folds, fold_map)
-    truth_safe = [_target(c, "safety_critical") == "True" for c in cases]
-    rules_safe = [_rule_value(c, "safety_critical") == "True" for c in cases]
-    p_true = [p.get("True", 0.0) for p in probs]
-
-    def rates(threshold: float) -> tuple[float, int]:
-        flags = [r or p >= threshold for r, p in zip(rules_safe, p_true)]
-        recall = sum(f for f, t in zip(flags, truth_safe) if t) / max(1, sum(truth_safe))
-        return recall, sum(f and not t for f, t in zip(flags, truth_safe))
-
-    rules_recall, rules_false = rates(1.01)
-    threshold = next((t / 100 for t in range(95, 4, -1) if rates(t / 100)[0] >= safety_recall), 0.05)
-    recall, false = rates(threshold)
-    report["safety"] = {"rules_recall": round(rules_recall, 3), "rules_false_flags": rules_false, "threshold": threshold,
-                        "learned_or_rules_recall": round(recall, 3), "learned_or_rules_false_flags": false,
-                        "shipped": recall >= rules_recall + 0.05}
-    if report["safety"]["shipped"]:
-        model = fit_outcome(cases, "safety_critical")
-        model.threshold = threshold
+    for name in ("kind", "severity"):
+        report[name], best = categorical_outcome(cases, name, folds, fold_map)
+        if report[name]["shipped"]:
+            shipped[name] = fit_outcome(cases, name, C=best["C"], balanced=best["balanced"])
+            shipped[name].meta["scope"] = report[name]["scope"]
+    report["safety"] = safety = safety_outcome(cases, folds, fold_map, safety_recall)
+    if safety["shipped"]:
+        model = fit_outcome(cases, "safety_critical", C=safety["C"], balanced=True)
+        model.threshold = safety["threshold"]
         shipped["safety"] = model
     return shipped, report
 
@@ -429,55 +567,81 @@ class TrainedModels:
     outcomes: dict[str, LinearModel] = field(default_factory=dict)
 
 
-def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
-                 fallback_rate: float = 0.05, C_detector: float = 8.0, C_judge: float = 1.0,
-                 progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
-    """Detector and category model on every turn; the judge on turn cases whose detector scores are out of fold."""
+def judge_without_fallbacks(swept: Corpus, folds: int, fold_map: dict[str, int], best: dict[str, Any], point: str,
+                            at: dict[str, Any]) -> dict[str, Any]:
+    """The chosen judge setting without any fallback memory, against the rules alone: do the fallbacks pay under the judge too?"""
+    corpus = with_fallbacks(swept, FALLBACK_OFF)
+    rules = simulate(corpus, [c.rule_flag for c in corpus.cases])
+    scores = judge_out_of_fold(corpus.cases, folds, fold_map, best["C"], best["balanced"])
+    threshold, rates, beats = against_rules(corpus, scores, rules, point)
+    return {"rules_without_fallbacks": rules, "judge_without_fallbacks": {"threshold": threshold, **rates, "beats_rules": beats},
+            "judge_with_fallbacks": at}
+
+
+DETECTOR_GRID = ((False, 1.0), (False, 8.0), (True, 8.0))  # (raw turn n-grams?, C): text C=8 is the shipped 55-patient setting
+
+
+def select_detector(turns: Sequence[TurnSample], folds: int, fold_map: dict[str, int], category: LinearModel, plain_rate: float,
+                    progress: Callable[[str], None]) -> tuple[dict[str, Any], list[float], dict[int, Any]]:
+    """Each detector setting out of fold by author (session recall at `plain_rate` of plain sessions flagged); raw n-grams
+    of the training sentences are kept only where they beat the record-aware features alone."""
     from reconcile_app.narrative.engines.delta import DeltaDetector
 
+    rows, runs = [], []
+    for text, C in DETECTOR_GRID:
+        progress(f"detector text={text} C={C}")
+        oof, models = out_of_fold(turns, lambda train, t=text, c=C: fit_detector(train, C=c, text=t), fold_map, folds)
+        rates = session_rates(turns, oof, threshold_for(turns, oof, plain_rate))
+        rows.append({"text": text, "C": C, **{k: round(v, 3) for k, v in rates.items()}})
+        runs.append((oof, models))
+    dense = max((i for i, r in enumerate(rows) if not r["text"]), key=lambda i: rows[i]["session_recall"])
+    textual = max((i for i, r in enumerate(rows) if r["text"]), key=lambda i: rows[i]["session_recall"])
+    best = textual if rows[textual]["session_recall"] > rows[dense]["session_recall"] + 0.01 else dense
+    oof, models = runs[best]
+    return {"grid": rows, "chosen": rows[best]}, oof, {k: DeltaDetector.from_models(m, category) for k, m in models.items()}
+
+
+def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
+                 fallback_rate: float = 0.05, extra_false: float = 0.01, judge_point: str = "fewer_false",
+                 progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
+    """Detector and category model on every turn; the judge and outcome models on turn cases scored out of fold by author."""
     fold_map = fold_of(patients, folds)
     progress("turn samples")
     turns = collect_turn_samples(patients, extractor.analyse_session)
     category = fit_category(turns)
-    detectors: dict[int, DeltaDetector] = {}
-    detector_oof = [0.0] * len(turns)
-    for k in range(folds):
-        progress(f"detector fold {k + 1}/{folds}")
-        model = fit_detector([s for s in turns if fold_map[s.patient] != k], C=C_detector)
-        for i, s in enumerate(turns):
-            if fold_map[s.patient] == k:
-                detector_oof[i] = model.positive(model.featurize(s.texts, s.dense))
-        detectors[k] = DeltaDetector.from_models(model, category)
-    # fallback memories only where the detector is as sure as `fallback_rate` of plain sessions allows
-    fallback_threshold = threshold_for(turns, detector_oof, fallback_rate)
+    detector_report, detector_oof, detectors = select_detector(turns, folds, fold_map, category, fallback_rate, progress)
+    # turn cases with fallback memories down to a low threshold; the sweep then keeps those that pay for themselves
+    sweep_floor = threshold_for(turns, detector_oof, 0.25)
     for det in detectors.values():
-        assert det.detector is not None
-        det.detector.threshold = fallback_threshold
+        det.detector.threshold = sweep_floor
     progress("turn cases")
-    corpus = collect_turn_cases(patients, extractor, reconciler, lambda key: detectors[fold_map[key]])
-    progress("judge out of fold")
-    oof = judge_out_of_fold(corpus.cases, folds, fold_map, C_judge)
-    threshold, rates = choose_threshold(corpus, oof, max_false)
+    swept = collect_turn_cases(patients, extractor, reconciler, lambda key: detectors[fold_map[key]])
+    fallbacks = fallback_sweep(swept, extra_false)
+    fallback_threshold = fallbacks["with_fallbacks"]["threshold"]
+    corpus = with_fallbacks(swept, fallback_threshold)
     rules_only = simulate(corpus, [c.rule_flag for c in corpus.cases])
-    # The judge filters turns only where it beats the rules out of fold: the rules already within the false-discrepancy
-    # budget and detecting at least as much means the filter would only cost detection (threshold above 1: off).
-    filters = rules_only["false_per_plain"] > max_false or rates["detection"] > rules_only["detection"]
-    if not filters:
-        threshold = JUDGE_OFF
+    progress("judge out of fold")
+    judge_report = tune_judge(corpus, folds, fold_map, rules_only, max_false, judge_point)
+    best, at = judge_report["best"], judge_report["best"][judge_point]
+    # The judge filters turns only where it beats the rules out of fold (else threshold above 1: off)
+    filters = at["beats_rules"]
+    fallbacks["with_judge"] = judge_without_fallbacks(swept, folds, fold_map, best, judge_point, at)
     progress("final fits")
-    detector = fit_detector(turns, C=C_detector)
+    chosen = detector_report["chosen"]
+    detector = fit_detector(turns, C=chosen["C"], text=chosen["text"])
     detector.threshold = fallback_threshold
-    judge = fit_judge(corpus.cases, C=C_judge)
-    judge.threshold = threshold
+    judge = fit_judge(corpus.cases, C=best["C"], balanced=best["balanced"])
+    judge.threshold = at["threshold"] if filters else JUDGE_OFF
     progress("outcome models")
     outcomes, outcome_report = outcome_models(corpus, folds, fold_map)
     report = {
-        "patients": len(patients), "turns": len(turns), "turn_positives": sum(s.label for s in turns),
-        "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions, "plain_sessions": corpus.plain_sessions,
-        "folds": folds, "max_false_per_plain": max_false, "fallback_threshold": fallback_threshold, "judge_threshold": threshold,
-        "judge_filters_turns": filters,
-        "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": rates,
-                        "detector_sessions_at_fallback": session_rates(turns, detector_oof, fallback_threshold),
+        "patients": len(patients), "authors": len({author_of(p.key) for p in patients}), "turns": len(turns),
+        "turn_positives": sum(s.label for s in turns), "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions,
+        "plain_sessions": corpus.plain_sessions, "folds": folds, "fold_by": "author", "max_false_per_plain": max_false,
+        "fallback_threshold": fallback_threshold, "judge_threshold": judge.threshold, "judge_filters_turns": filters,
+        "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": at, "judge_point": judge_point,
+                        "judge_other_point": best[JUDGE_POINTS[1 - JUDGE_POINTS.index(judge_point)]], "judge_at_budget": best["at_budget"],
+                        "judge_grid": judge_report["grid"], "detector": detector_report, "fallbacks": fallbacks,
                         "outcomes": outcome_report},
     }
     return TrainedModels(detector, category, judge, report, outcomes)

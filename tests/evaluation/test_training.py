@@ -48,12 +48,18 @@ def test_training_is_deterministic(patients: list) -> None:
 def test_train_models_reports_out_of_fold_rates_and_sets_thresholds(trained) -> None:
     report = trained.report
     assert report["patients"] == 3 and report["turn_positives"] > 0 and report["plain_sessions"] > 0
-    assert 0.0 < trained.judge.threshold <= 1.0
-    assert 0.0 < trained.detector.threshold <= 1.0
-    for key in ("rules_only_one_per_turn", "with_judge"):
-        assert set(report["out_of_fold"][key]) == {"detection", "false_per_plain"}
-    assert report["out_of_fold"]["with_judge"]["false_per_plain"] <= 0.04
-    assert "scenario_turns" in report["out_of_fold"]["outcomes"]
+    # off (above 1) unless the judge's filter / the fallback memories beat the rules out of fold
+    assert 0.0 < trained.judge.threshold <= 1.01 and (trained.judge.threshold <= 1.0) == report["judge_filters_turns"]
+    assert 0.0 < trained.detector.threshold <= 1.01
+    oof = report["out_of_fold"]
+    assert set(oof["rules_only_one_per_turn"]) == {"detection", "false_per_plain"}
+    assert {"detection", "false_per_plain", "beats_rules"} <= set(oof["with_judge"])
+    if report["judge_filters_turns"]:
+        assert oof["with_judge"]["false_per_plain"] <= oof["rules_only_one_per_turn"]["false_per_plain"]
+        assert oof["with_judge"]["detection"] >= oof["rules_only_one_per_turn"]["detection"]
+    fallbacks = oof["fallbacks"]
+    assert fallbacks["with_fallbacks"]["false_per_plain"] <= fallbacks["rules_without_fallbacks"]["false_per_plain"] + 0.01 + 1e-9
+    assert "scenario_turns" in oof["outcomes"]
 
 
 def test_trained_models_survive_the_json_round_trip(trained) -> None:

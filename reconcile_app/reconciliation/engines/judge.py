@@ -11,7 +11,8 @@ rules, categories, actions and record states of all its memories' verdicts) and 
   none, its best-grounded clinical memory of the patient's own, raised for review (a contradiction when it cites a
   current record entry of its own kind, a gap otherwise). Its other discrepancies stay visible as notes, not as
   separate queue items: one turn, one thing for a nurse to check.
-The threshold is chosen on out-of-fold scores for a budget of false alarms per ordinary session.
+The threshold is chosen on out-of-fold scores (folds by author) against the rules alone: the fewest false alarms per
+ordinary session at no less detection; where no threshold beats the rules the filter ships off (threshold above 1).
 """
 from __future__ import annotations
 
@@ -181,22 +182,34 @@ class Judge:
 
 
     def characterise(self, draft: FindingDraft, dense: dict[str, float], *, raised: bool) -> None:
-        """Kind, safety flag and (for a raised turn) severity from the outcome models that beat the rules out of fold."""
+        """Kind, safety flag and severity from the outcome models that beat the rules out of fold (by author); severity on a
+        raised turn, or on every discrepancy when it beat the rules' own severity (its `scope` is "all")."""
         kind = self.outcomes.get("kind")
         if kind is not None:
-            learned = kind.predict(kind.featurize({}, dense))
+            features = kind.featurize({}, dense)
+            learned = kind.predict(features)
             if learned in DISCREPANCY_KINDS and learned != draft.kind:
-                draft.gate_notes.append(f"kind {draft.kind} -> {learned} (learned from the labelled corpus)")
+                draft.gate_notes.append(f"kind {draft.kind} -> {learned} (learned: {_why(kind, features, learned)})"[:200])
                 draft.kind = learned
         safety = self.outcomes.get("safety")
         if safety is not None and not draft.safety_critical:
-            p = safety.positive(safety.featurize({}, dense))
+            features = safety.featurize({}, dense)
+            p = safety.positive(features)
             if p >= safety.threshold:
                 draft.safety_critical = True
-                draft.gate_notes.append(f"safety-critical at {p:.2f} (learned; the tables did not flag it)")
+                draft.gate_notes.append(f"safety-critical at {p:.2f} (learned: {_why(safety, features, None)}; the tables did not flag it)"[:200])
         severity = self.outcomes.get("severity")
-        if severity is not None and raised:
-            draft.severity = severity.predict(severity.featurize({}, dense))
+        if severity is not None and (raised or severity.meta.get("scope") == "all"):
+            features = severity.featurize({}, dense)
+            learned = severity.predict(features)
+            if learned != draft.severity:
+                draft.gate_notes.append(f"severity {draft.severity} -> {learned} (learned: {_why(severity, features, learned)})"[:200])
+                draft.severity = learned
+
+
+def _why(model: LinearModel, features: dict[str, float], cls: str | None) -> str:
+    """The features that weighed most for the model's answer (the finding's explanation of a learned decision)."""
+    return ", ".join(name for name, _ in model.explain(features, cls, top=3))
 
 
 def _raise(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> None:

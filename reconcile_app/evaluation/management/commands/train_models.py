@@ -20,6 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("datasets", nargs="+", type=Path)
         parser.add_argument("--folds", type=int, default=5)
         parser.add_argument("--max-false", type=float, default=0.04, help="false discrepancies per plain session the thresholds allow")
+        parser.add_argument("--extra-false", type=float, default=0.01,
+                            help="false discrepancies per plain session the detector's fallback memories may add to the rules")
+        parser.add_argument("--judge-point", choices=("fewer_false", "more_detection"), default="fewer_false",
+                            help="the judge's operating point against the rules: fewest false at >= their detection, or the reverse")
+        parser.add_argument("--report", type=Path, help="also write the out-of-fold report (JSON) here")
         parser.add_argument("--dry-run", action="store_true", help="report the out-of-fold figures, write nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -35,6 +40,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         extractor, reconciler = RulesExtractor(), RulesReconciler()
         trained = train_models(load_patients(folders), extractor, reconciler, folds=options["folds"], max_false=options["max_false"],
+                               extra_false=options["extra_false"], judge_point=options["judge_point"],
                                progress=lambda step: self.stderr.write(f"[{time.monotonic() - started:6.1f}s] {step}"))
         meta = {
             "trained_on": [str(p) for p in options["datasets"]], "data_sha256": data_fingerprint(folders),
@@ -42,6 +48,8 @@ class Command(BaseCommand):
             "report": trained.report,
         }
         self.stdout.write(json.dumps(trained.report, indent=2))
+        if options["report"]:
+            options["report"].write_text(json.dumps(meta, indent=2), encoding="utf-8")
         self.stdout.write(f"judge threshold {trained.judge.threshold}, fallback threshold {trained.detector.threshold}")
         if options["dry_run"]:
             return
