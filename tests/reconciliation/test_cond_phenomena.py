@@ -315,22 +315,16 @@ def test_an_episode_word_inside_a_long_absence_is_still_a_resolution() -> None:
     assert judge(EPISODIC, "condition", quote, name="gout").kind == "contradiction"
 
 
-# --- a test result that names a new diagnosis; osteopenia is not osteoporosis -----------------------------------
-
-OSTEOPENIA = _record("reconcile_nka_patient.json", _condition("cond-osteopenia", "312894000", "Osteopenia (disorder)"))
-
+# --- a test result that names a new diagnosis ----------------------------------------------------------------
 
 @pytest.mark.parametrize("quote", [
     "the DEXA at the women's clinic showed I have osteoporosis now, T-score minus 2.7",
     "my bone density test came back and it says I'm in osteoporosis range now",
 ])
 def test_a_test_result_naming_a_new_diagnosis_is_a_gap(quote: str) -> None:
-    finding = judge(OSTEOPENIA, "condition", quote, name="osteoporosis")
+    finding = judge(NO_DIABETES, "condition", quote, name="osteoporosis")
     assert finding.kind == "gap" and finding.rule == "condition-outside-diagnosis"
 
-
-def test_the_recorded_osteopenia_said_again_agrees() -> None:
-    assert judge(OSTEOPENIA, "condition", "the doctor said my osteopenia is about the same", name="osteopenia").kind not in QUEUED
 
 
 @pytest.mark.parametrize("quote", ["my sick headaches are long gone, doc", "the migrane thing? dont get them no more"])
