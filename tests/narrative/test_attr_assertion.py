@@ -160,7 +160,9 @@ def test_chat_dropping_i_before_a_past_verb_stays_the_patients(extractor) -> Non
     "ozempic. gonna ask about it next appt",
 ])
 def test_a_bare_topic_before_a_plan_is_the_plans_topic(extractor, text) -> None:
-    meds = [d for d in run(extractor, text) if d.category == "medication" and d.subject == "patient"]
+    # The rules' reading; a turn the learned detector also scores high gets its own "clinical statement" memory
+    # for review (attributes["fallback"]), which says nothing about assertion and is judged by the reconciler.
+    meds = [d for d in run(extractor, text) if d.category == "medication" and d.subject == "patient" and not d.attributes.get("fallback")]
     assert meds and all(d.assertion != "affirmed" for d in meds)
 
 

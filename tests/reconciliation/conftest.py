@@ -9,9 +9,19 @@ import pytest
 
 from reconcile_app.fhir.clinical import ClinicalRecord, build_clinical_record, resources_from_bundle
 from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
+from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from tests.conftest import DATA
 
 MENTION_TIME = datetime(2026, 1, 10, 18, 0, tzinfo=timezone.utc)
+
+
+def rules_reconciler() -> RulesReconciler:
+    """The rules engine without its learned layer: these tests pin down what the sourced rules and tables decide
+    for one sentence. The learned judge (turn filter, kind and safety models), which weighs a whole turn against
+    the corpus, has its own tests (test_judge.py) and is measured end to end by the replay scores."""
+    engine = RulesReconciler()
+    engine.judge = None
+    return engine
 
 
 def load_record(name: str) -> ClinicalRecord:

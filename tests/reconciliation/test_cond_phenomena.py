@@ -13,9 +13,9 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 from tests.conftest import DATA
 
-from .conftest import memory
+from .conftest import rules_reconciler, memory
 
-ENGINE = RulesReconciler()
+ENGINE = rules_reconciler()
 QUEUED = ("contradiction", "gap")
 
 

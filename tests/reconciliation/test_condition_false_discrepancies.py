@@ -14,9 +14,9 @@ from reconcile_app.narrative.types import EventTime
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import memory
+from .conftest import rules_reconciler, memory
 
-ENGINE = RulesReconciler()
+ENGINE = rules_reconciler()
 QUEUED = ("contradiction", "gap")
 
 

@@ -8,13 +8,14 @@ import pytest
 
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.narrative.types import Subject
-from reconcile_app.reconciliation.engines import get_reconciler
+
 from reconcile_app.reconciliation.engines.hybrid import HybridReconciler
 from reconcile_app.reconciliation.engines.llm import LlmReconciler
 from tests.llm.fakes import FakeEndpoint, completion
 
 from .conftest import memory
 from .test_llm_reconciler import every, finding, refs_of
+from tests.reconciliation.conftest import rules_reconciler
 
 WARFARIN = memory("medication", "I stopped taking my warfarin two weeks ago", attributes={"drug": "warfarin", "action": "stopped"})
 METFORMIN = memory("medication", "I stopped my metformin last week", attributes={"drug": "metformin", "action": "stopped"})
@@ -29,7 +30,8 @@ INJECTION = memory(
 
 def hybrid(*replies: Any) -> tuple[HybridReconciler, FakeEndpoint]:
     endpoint = FakeEndpoint(*replies)
-    return HybridReconciler(llm=LlmReconciler(client=endpoint.client())), endpoint
+    # The rules side without its learned layer, as the `rules` fixture: these tests are about the merge.
+    return HybridReconciler(rules=rules_reconciler(), llm=LlmReconciler(client=endpoint.client())), endpoint
 
 
 def essentials(findings) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -38,7 +40,7 @@ def essentials(findings) -> list[tuple]:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def rules():  # type: ignore[no-untyped-def]
-    return get_reconciler("rules")
+    return rules_reconciler()
 
 
 def test_the_llm_never_suppresses_a_rules_safety_critical_finding(record: ClinicalRecord, rules) -> None:  # type: ignore[no-untyped-def]

@@ -28,10 +28,19 @@ def _memory(turn: str = "t1", category: str = "medication", **attributes: object
 
 
 def test_a_turn_under_the_threshold_raises_nothing_and_says_why() -> None:
-    draft = FindingDraft(kind="gap", severity="medium", safety_critical=True, rule="med-undocumented")
+    draft = FindingDraft(kind="gap", severity="medium", safety_critical=False, rule="med-undocumented")
     [out] = _judge(-5.0).apply([_memory()], [draft], RECORD)
     assert (out.kind, out.severity, out.safety_critical) == ("no_clinical_relevance", "low", False)
     assert out.rule == "judge-quiet:med-undocumented" and "below the threshold" in out.gate_notes[-1]
+
+
+def test_the_judge_never_quiets_what_the_tables_call_safety_critical() -> None:
+    red_flag = FindingDraft(kind="gap", severity="high", safety_critical=True, rule="redflag-gi-bleed")
+    noise = FindingDraft(kind="gap", severity="low", safety_critical=False, rule="med-undocumented")
+    kept, quiet = _judge(-5.0).apply([_memory(), _memory()], [red_flag, noise], RECORD)
+    assert (kept.kind, kept.severity, kept.safety_critical, kept.rule) == ("gap", "high", True, "redflag-gi-bleed")
+    assert "safety floor" in kept.gate_notes[-1]
+    assert quiet.kind == "no_clinical_relevance" and quiet.rule == "judge-quiet:med-undocumented"
 
 
 def test_a_flagged_turn_raises_exactly_its_most_serious_discrepancy() -> None:

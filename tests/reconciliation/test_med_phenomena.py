@@ -17,14 +17,14 @@ from reconcile_app.reconciliation.knowledge import load_knowledge
 from reconcile_app.reconciliation.types import FindingDraft
 from reconcile_app.terminology.lexicon import default_lexicon, tokenize
 
-from .conftest import load_record
+from .conftest import rules_reconciler, load_record
 
 AT = datetime(2026, 3, 4, 17, 30, tzinfo=timezone.utc)
 
 
 @pytest.fixture(scope="module")
 def engines() -> tuple[RulesExtractor, RulesReconciler]:
-    return RulesExtractor(), RulesReconciler()
+    return RulesExtractor(), rules_reconciler()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from reconcile_app.narrative.types import Assertion
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import load_record, memory
+from .conftest import rules_reconciler, load_record, memory
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def meds() -> ClinicalRecord:
 
 @pytest.fixture(scope="module")
 def engine() -> RulesReconciler:
-    return RulesReconciler()
+    return rules_reconciler()
 
 
 def judge(engine: RulesReconciler, record: ClinicalRecord, quote: str, drug: str, action: str = "taking",

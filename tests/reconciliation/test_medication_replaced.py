@@ -7,7 +7,7 @@ import pytest
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 
-from .conftest import load_record, memory
+from .conftest import rules_reconciler, load_record, memory
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def meds() -> ClinicalRecord:
 
 @pytest.fixture(scope="module")
 def engine() -> RulesReconciler:
-    return RulesReconciler()
+    return rules_reconciler()
 
 
 @pytest.mark.parametrize(("quote", "drug", "old"), [

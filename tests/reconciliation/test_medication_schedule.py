@@ -10,7 +10,7 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.engines.rules.dosing import order_schedule, schedule_conflict, stated_per_week
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import load_record, memory
+from .conftest import rules_reconciler, load_record, memory
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def meds() -> ClinicalRecord:
 
 @pytest.fixture(scope="module")
 def engine() -> RulesReconciler:
-    return RulesReconciler()
+    return rules_reconciler()
 
 
 def judge(engine: RulesReconciler, record: ClinicalRecord, quote: str, drug: str, action: str = "taking", **attrs: Any) -> FindingDraft:

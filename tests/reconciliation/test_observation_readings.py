@@ -10,9 +10,9 @@ from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import load_record, memory
+from .conftest import rules_reconciler, load_record, memory
 
-ENGINE = RulesReconciler()
+ENGINE = rules_reconciler()
 QUEUED = ("contradiction", "gap")
 
 

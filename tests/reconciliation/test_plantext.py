@@ -17,9 +17,9 @@ from reconcile_app.reconciliation.knowledge import load_knowledge
 from reconcile_app.reconciliation.matching import RecordIndex
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import load_record, memory
+from .conftest import rules_reconciler, load_record, memory
 
-ENGINE = RulesReconciler()
+ENGINE = rules_reconciler()
 
 
 @pytest.fixture(scope="module")

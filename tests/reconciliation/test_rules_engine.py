@@ -13,9 +13,9 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.gate import citation_gate
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import memory
+from .conftest import rules_reconciler, memory
 
-ENGINE = RulesReconciler()
+ENGINE = rules_reconciler()
 
 
 def judge(record: ClinicalRecord, category: str, quote: str, **kwargs: Any) -> FindingDraft:

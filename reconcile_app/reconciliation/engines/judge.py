@@ -174,6 +174,12 @@ class Judge:
                     d.gate_notes.append(f"{note}: raised for review")
                 self.characterise(d, dense or {}, raised=raised)
                 continue
+            if d.kind in DISCREPANCY_KINDS and d.safety_critical:
+                # The safety floor, as in the hybrid engine: a statistical filter may quiet noise, never a
+                # discrepancy the sourced tables call safety-critical (a red flag, a dangerous interaction).
+                d.gate_notes.append(f"{note}: kept (safety floor: the tables flag it safety-critical)"[:200])
+                self.characterise(d, dense or {}, raised=False)
+                continue
             if d.kind in DISCREPANCY_KINDS:
                 reason = "below the threshold" if chosen is None else "the turn's other finding speaks for it"
                 d.gate_notes.append(f"{note}: {reason}; kept as no clinical relevance")
