@@ -13,7 +13,7 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 from tests.conftest import DATA
 
-from .conftest import rules_reconciler, memory
+from .conftest import memory, rules_reconciler
 
 ENGINE = rules_reconciler()
 QUEUED = ("contradiction", "gap")

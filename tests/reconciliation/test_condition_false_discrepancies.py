@@ -14,7 +14,7 @@ from reconcile_app.narrative.types import EventTime
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import rules_reconciler, memory
+from .conftest import memory, rules_reconciler
 
 ENGINE = rules_reconciler()
 QUEUED = ("contradiction", "gap")

@@ -8,14 +8,12 @@ import pytest
 
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.narrative.types import Subject
-
 from reconcile_app.reconciliation.engines.hybrid import HybridReconciler
 from reconcile_app.reconciliation.engines.llm import LlmReconciler
 from tests.llm.fakes import FakeEndpoint, completion
 
-from .conftest import memory
+from .conftest import memory, rules_reconciler
 from .test_llm_reconciler import every, finding, refs_of
-from tests.reconciliation.conftest import rules_reconciler
 
 WARFARIN = memory("medication", "I stopped taking my warfarin two weeks ago", attributes={"drug": "warfarin", "action": "stopped"})
 METFORMIN = memory("medication", "I stopped my metformin last week", attributes={"drug": "metformin", "action": "stopped"})

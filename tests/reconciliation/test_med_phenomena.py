@@ -17,7 +17,7 @@ from reconcile_app.reconciliation.knowledge import load_knowledge
 from reconcile_app.reconciliation.types import FindingDraft
 from reconcile_app.terminology.lexicon import default_lexicon, tokenize
 
-from .conftest import rules_reconciler, load_record
+from .conftest import load_record, rules_reconciler
 
 AT = datetime(2026, 3, 4, 17, 30, tzinfo=timezone.utc)
 

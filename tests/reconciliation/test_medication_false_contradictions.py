@@ -11,7 +11,7 @@ from reconcile_app.narrative.types import Assertion
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import rules_reconciler, load_record, memory
+from .conftest import load_record, memory, rules_reconciler
 
 
 @pytest.fixture(scope="module")

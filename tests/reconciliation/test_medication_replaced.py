@@ -7,7 +7,7 @@ import pytest
 from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 
-from .conftest import rules_reconciler, load_record, memory
+from .conftest import load_record, memory, rules_reconciler
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.engines.rules.dosing import order_schedule, schedule_conflict, stated_per_week
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import rules_reconciler, load_record, memory
+from .conftest import load_record, memory, rules_reconciler
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import rules_reconciler, load_record, memory
+from .conftest import load_record, memory, rules_reconciler
 
 ENGINE = rules_reconciler()
 QUEUED = ("contradiction", "gap")

@@ -17,7 +17,7 @@ from reconcile_app.reconciliation.knowledge import load_knowledge
 from reconcile_app.reconciliation.matching import RecordIndex
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import rules_reconciler, load_record, memory
+from .conftest import load_record, memory, rules_reconciler
 
 ENGINE = rules_reconciler()
 

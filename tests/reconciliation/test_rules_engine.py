@@ -13,7 +13,7 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.gate import citation_gate
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import rules_reconciler, memory
+from .conftest import memory, rules_reconciler
 
 ENGINE = rules_reconciler()
 

@@ -518,7 +518,7 @@ def test_a_home_reading_meets_the_threshold_its_guideline_sets(kind: str, values
 def _judge(record: Any, category: str, quote: str, attributes: dict[str, Any]) -> Any:
     from reconcile_app.reconciliation.engines.rules import RulesReconciler
 
-    from .conftest import rules_reconciler, memory
+    from .conftest import memory, rules_reconciler
 
     [finding] = rules_reconciler().reconcile([memory(category, quote, attributes=attributes)], record)
     return finding
