@@ -39,6 +39,17 @@ def nka_record() -> ClinicalRecord:
     return load_record("reconcile_nka_patient.json")
 
 
+@pytest.fixture(scope="module")
+def meds() -> ClinicalRecord:
+    return load_record("reconcile_medication_patient.json")  # apixaban, alendronate weekly, lithium, metformin bid, tacrolimus
+
+
+@pytest.fixture(scope="module")
+def engine() -> RulesReconciler:
+    """One rules reconciler per module: it remembers earlier memories' verdicts per record, which a module's tests share."""
+    return rules_reconciler()
+
+
 def memory(
     category: str,
     quote: str,

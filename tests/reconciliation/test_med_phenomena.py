@@ -28,11 +28,6 @@ def engines() -> tuple[RulesExtractor, RulesReconciler]:
 
 
 @pytest.fixture(scope="module")
-def meds() -> ClinicalRecord:
-    return load_record("reconcile_medication_patient.json")  # apixaban, alendronate weekly, lithium, metformin bid, tacrolimus
-
-
-@pytest.fixture(scope="module")
 def rules_record() -> ClinicalRecord:
     return load_record("reconcile_rules_patient.json")  # warfarin, lisinopril, metformin; CKD, OA knee
 

@@ -4,20 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconcile_app.fhir.clinical import ClinicalRecord
-from reconcile_app.reconciliation.engines.rules import RulesReconciler
-
-from .conftest import load_record, memory, rules_reconciler
-
-
-@pytest.fixture(scope="module")
-def meds() -> ClinicalRecord:
-    return load_record("reconcile_medication_patient.json")
-
-
-@pytest.fixture(scope="module")
-def engine() -> RulesReconciler:
-    return rules_reconciler()
+from .conftest import memory
 
 
 @pytest.mark.parametrize(("quote", "drug", "old"), [

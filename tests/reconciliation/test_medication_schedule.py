@@ -10,17 +10,7 @@ from reconcile_app.reconciliation.engines.rules import RulesReconciler
 from reconcile_app.reconciliation.engines.rules.dosing import order_schedule, schedule_conflict, stated_per_week
 from reconcile_app.reconciliation.types import FindingDraft
 
-from .conftest import load_record, memory, rules_reconciler
-
-
-@pytest.fixture(scope="module")
-def meds() -> ClinicalRecord:
-    return load_record("reconcile_medication_patient.json")
-
-
-@pytest.fixture(scope="module")
-def engine() -> RulesReconciler:
-    return rules_reconciler()
+from .conftest import memory
 
 
 def judge(engine: RulesReconciler, record: ClinicalRecord, quote: str, drug: str, action: str = "taking", **attrs: Any) -> FindingDraft:
