@@ -559,34 +559,32 @@ CONDITION_ORDER = (
 )
 
 
+def _clauses_before(flag: RedFlag, text: str) -> list[str]:
+    """The clause leading up to each place the text says the flag's words (at most 120 characters back to a break)."""
+    out = []
+    for hit in (hit for p in flag.patterns for hit in p.finditer(text)):
+        before = text[max(0, hit.start() - 120):hit.start()]
+        breaks = list(_CLAUSE_BREAK.finditer(before))
+        out.append(before[breaks[-1].end():] if breaks else before)
+    return out
+
+
 def _denied_having(flag: RedFlag, text: str) -> bool:
     """Every place the text says the flag's words is inside a denial of having it that runs from earlier in the same
     clause ("I haven't had one lick of that chest pain since"), beyond the few words the table's own check reaches."""
-    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
-    if not hits:
-        return False
-    for hit in hits:
-        before = text[max(0, hit.start() - 120):hit.start()]
-        breaks = list(_CLAUSE_BREAK.finditer(before))
-        clause = before[breaks[-1].end():] if breaks else before
-        if not DENIED_HAVING.search(clause):
-            return False
-    return True
+    clauses = _clauses_before(flag, text)
+    return bool(clauses) and all(DENIED_HAVING.search(clause) for clause in clauses)
 
 
 def _someone_else_has(flag: RedFlag, text: str) -> bool:
     """Every place the text says the flag's words, the nearest person pronoun before it in its clause is a third-person
     subject ("I told him that's why he gets winded on the stairs"): the nearest subject governs the verb (English word
     order: subject before verb); "he says I get winded" and "they said my stools were black" stay the patient's."""
-    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
-    if not hits:
-        return False
-    for hit in hits:
-        before = text[max(0, hit.start() - 120):hit.start()]
-        breaks = list(_CLAUSE_BREAK.finditer(before))
-        clause = before[breaks[-1].end():] if breaks else before
-        subjects = [(h.start(), h.group(0)) for h in _SUBJECT_PRONOUN.finditer(clause)]
-        subjects += [(h.start(), "she") for h in _KIN_SUBJECT.finditer(clause)]
-        if not subjects or max(subjects)[1] not in _OTHER_PRONOUNS:
-            return False
-    return True
+    clauses = _clauses_before(flag, text)
+    return bool(clauses) and all(_nearest_subject_is_other(clause) for clause in clauses)
+
+
+def _nearest_subject_is_other(clause: str) -> bool:
+    subjects = [(h.start(), h.group(0)) for h in _SUBJECT_PRONOUN.finditer(clause)]
+    subjects += [(h.start(), "she") for h in _KIN_SUBJECT.finditer(clause)]
+    return bool(subjects) and max(subjects)[1] in _OTHER_PRONOUNS
