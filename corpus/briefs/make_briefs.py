@@ -212,6 +212,22 @@ CLINICAL_ROUND6 = [
 ROUND6_AUTHORS = {"xia": 3, "yul": 3, "zoe": 3, "abe": 3}
 
 
+def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
+    """One patient's section of an author's brief file (the same layout in every round)."""
+    spec, age, sex, clinical = picture
+    return [
+        f"## Patient {pid}\n",
+        f"- Specialty: {spec}. Age {age}, sex {sex}.",
+        f"- Clinical picture (the record must hold it): {clinical}.",
+        f"- Voice: {voice}.",
+        "- The 8 scenarios (pick drugs/conditions that fit this record; vary the wording; about 1 in 3 safety-critical where it is clinically honest):",
+        *(f"  - [{cat}] {text}" for cat, text in phenomena),
+        "- The 5 traps:",
+        *(f"  - {t}" for t in traps),
+        "",
+    ]
+
+
 def write_round(out: Path, *, clinical_list: list, authors: dict[str, int], seed: int) -> None:
     rng = random.Random(seed)
     clinical = clinical_list[:]
@@ -222,25 +238,14 @@ def write_round(out: Path, *, clinical_list: list, authors: dict[str, int], seed
     for author, n in authors.items():
         lines = [f"# Briefs for author '{author}'\n"]
         for k in range(n):
-            spec, age, sex, picture = clinical[idx]
-            voice = voices[idx % len(voices)]
+            picture, voice = clinical[idx], voices[idx % len(voices)]
             pid = f"{author}{k+1:02d}"
             idx += 1
             meds = rng.sample([p for p in PHENOMENA if p[0] == "medication"], 4)
             conds = rng.sample([p for p in PHENOMENA if p[0] == "condition"], 2)
             others = rng.sample([p for p in PHENOMENA if p[0] not in ("medication", "condition")], 2)
             traps = rng.sample(TRAPS, 5)
-            lines.append(f"## Patient {pid}\n")
-            lines.append(f"- Specialty: {spec}. Age {age}, sex {sex}.")
-            lines.append(f"- Clinical picture (the record must hold it): {picture}.")
-            lines.append(f"- Voice: {voice}.")
-            lines.append("- The 8 scenarios (pick drugs/conditions that fit this record; vary the wording; about 1 in 3 safety-critical where it is clinically honest):")
-            for cat, text in meds + conds + others:
-                lines.append(f"  - [{cat}] {text}")
-            lines.append("- The 5 traps:")
-            for t in traps:
-                lines.append(f"  - {t}")
-            lines.append("")
+            lines += patient_brief(pid, picture, voice, meds + conds + others, traps)
         (out / f"{author}.md").write_text("\n".join(lines))
     print("briefs:", idx, "of", len(clinical_list), "for", ", ".join(authors))
 
@@ -255,8 +260,7 @@ def main():
     for author, n in AUTHORS.items():
         lines = [f"# Briefs for author '{author}'\n"]
         for k in range(n):
-            spec, age, sex, picture = clinical[idx]
-            voice = VOICES[(idx * 5) % len(VOICES)]
+            picture, voice = clinical[idx], VOICES[(idx * 5) % len(VOICES)]
             pid = f"{author}{k+1:02d}"
             idx += 1
             # 8 phenomena, spread across categories: at least 4 medication, 1-2 condition, then others
@@ -271,17 +275,7 @@ def main():
             for p in chosen:
                 ph_cycle.remove(p)
             traps = rng.sample(TRAPS, 5)
-            lines.append(f"## Patient {pid}\n")
-            lines.append(f"- Specialty: {spec}. Age {age}, sex {sex}.")
-            lines.append(f"- Clinical picture (the record must hold it): {picture}.")
-            lines.append(f"- Voice: {voice}.")
-            lines.append("- The 8 scenarios (pick drugs/conditions that fit this record; vary the wording; about 1 in 3 safety-critical where it is clinically honest):")
-            for cat, text in chosen:
-                lines.append(f"  - [{cat}] {text}")
-            lines.append("- The 5 traps:")
-            for t in traps:
-                lines.append(f"  - {t}")
-            lines.append("")
+            lines += patient_brief(pid, picture, voice, chosen, traps)
         (out / f"{author}.md").write_text("\n".join(lines))
     print("clinical briefs used:", idx, "of", len(CLINICAL))
     write_round(out, clinical_list=CLINICAL_ROUND3, authors=ROUND3_AUTHORS, seed=20261202)
