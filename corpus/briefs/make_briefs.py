@@ -211,6 +211,30 @@ CLINICAL_ROUND6 = [
 
 ROUND6_AUTHORS = {"xia": 3, "yul": 3, "zoe": 3, "abe": 3}
 
+# Round 7 (more of the tune split, 2026-12-01 second session): eighteen more pictures, three authors writing six each.
+CLINICAL_ROUND7 = [
+ ("cardiology", "72", "f", "heart failure with preserved ejection fraction on torsemide and empagliflozin, atrial fibrillation on rivaroxaban, CKD stage 3a, daily weights in the plan"),
+ ("cardiology", "49", "m", "familial hypercholesterolemia on rosuvastatin, ezetimibe and evolocumab injections, a stent two years ago on clopidogrel and aspirin"),
+ ("nephrology", "66", "f", "peritoneal dialysis at home, anemia on epoetin injections, phosphate binders with meals, fluid limit, hypertension"),
+ ("transplant", "52", "m", "liver transplant for alcohol-related cirrhosis on tacrolimus and mycophenolate, alcohol abstinence in the plan, new diabetes, osteoporosis"),
+ ("oncology", "61", "m", "prostate cancer on leuprolide injections and abiraterone with prednisone, bone density loss, hypertension, hot flashes"),
+ ("HIV", "56", "f", "long-standing HIV on bictegravir/emtricitabine/tenofovir alafenamide, osteopenia, hyperlipidemia on pravastatin, menopause symptoms"),
+ ("pregnancy", "36", "f", "postpartum six weeks after preeclampsia, on nifedipine and labetalol, breastfeeding, postpartum depression screening positive, iron supplements"),
+ ("psychiatry", "24", "m", "ADHD on lisdexamfetamine, generalized anxiety on escitalopram, asthma, vapes nicotine, plays contact sports"),
+ ("neurology", "70", "m", "Parkinson's disease on carbidopa/levodopa and rasagiline, orthostatic low blood pressure on midodrine, constipation, falls"),
+ ("neurology", "31", "f", "multiple sclerosis on ocrelizumab infusions every six months, bladder urgency on mirabegron, depression, plans to travel abroad"),
+ ("GI", "44", "f", "ulcerative colitis on mesalamine and infliximab infusions, iron deficiency, a past C. difficile infection, avoid NSAIDs in the plan"),
+ ("liver", "59", "m", "hepatitis C cured last year with compensated cirrhosis, esophageal varices on nadolol, hepatocellular cancer screening every six months, no alcohol"),
+ ("rheumatology", "67", "f", "rheumatoid arthritis on tofacitinib and low-dose prednisone, interstitial lung disease, osteoporosis on alendronate, shingles vaccine due"),
+ ("endocrinology", "39", "m", "Addison's disease on hydrocortisone and fludrocortisone with sick-day steroid rules and an emergency injection kit, hypothyroidism"),
+ ("endocrinology", "63", "f", "type 2 diabetes on semaglutide injections and metformin, gastroparesis, diabetic kidney disease on losartan, retinopathy"),
+ ("lung", "19", "f", "cystic fibrosis on elexacaftor/tezacaftor/ivacaftor, inhaled tobramycin cycles, pancreatic enzymes, CF-related diabetes, a college student"),
+ ("lung", "68", "m", "severe COPD on triple inhaler therapy and roflumilast, home oxygen, pulmonary rehab, a heavy smoking history, weight loss"),
+ ("geriatrics", "91", "f", "advanced dementia in a care home, hypertension, chronic pain on acetaminophen and a fentanyl patch, pressure sore risk; her daughter types every reply"),
+]
+
+ROUND7_AUTHORS = {"bea": 6, "cyd": 6, "dru": 6}
+
 
 def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
     """One patient's section of an author's brief file (the same layout in every round)."""
@@ -282,5 +306,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND4, authors=ROUND4_AUTHORS, seed=20261203)
     write_round(out, clinical_list=CLINICAL_ROUND5, authors=ROUND5_AUTHORS, seed=20261204)
     write_round(out, clinical_list=CLINICAL_ROUND6, authors=ROUND6_AUTHORS, seed=20261205)
+    write_round(out, clinical_list=CLINICAL_ROUND7, authors=ROUND7_AUTHORS, seed=20261206)
 
 main()
