@@ -235,6 +235,36 @@ CLINICAL_ROUND7 = [
 
 ROUND7_AUTHORS = {"bea": 6, "cyd": 6, "dru": 6}
 
+# Round 8 (more of the tune split, 2026-12-01 second session): twenty-four more pictures, four authors writing six each.
+CLINICAL_ROUND8 = [
+ ("cardiology", "77", "m", "atrial fibrillation on dabigatran and diltiazem, hypertension, benign prostatic hyperplasia on tamsulosin, a pacemaker for sick sinus syndrome"),
+ ("cardiology", "58", "f", "coronary disease with a bypass graft last year on ticagrelor, aspirin, metoprolol and high-dose atorvastatin, cardiac rehab in the plan, depression"),
+ ("cardiology", "42", "m", "mechanical aortic valve on warfarin with a target INR range in the plan, hypertension, plays recreational hockey"),
+ ("nephrology", "71", "m", "CKD stage 4 from diabetes, hyperkalemia history on patiromer, a low-potassium diet, insulin, anemia, vein mapping for a fistula"),
+ ("nephrology", "35", "f", "lupus nephritis on mycophenolate, hydroxychloroquine and prednisone, hypertension on losartan, contraception required with her drugs"),
+ ("transplant", "47", "m", "heart transplant on tacrolimus, everolimus and prednisone, CMV prophylaxis with valganciclovir, no live vaccines, skin cancer screening"),
+ ("oncology", "55", "f", "colon cancer on FOLFOX chemotherapy through a port, neuropathy, anti-nausea drugs, fever rules in the plan, blood clot on apixaban"),
+ ("oncology", "73", "m", "chronic lymphocytic leukemia on ibrutinib, atrial fibrillation, on aspirin, recurrent sinus infections"),
+ ("HIV", "41", "m", "HIV on darunavir/cobicistat-based therapy, chronic hepatitis B, high cholesterol, uses sildenafil, smokes"),
+ ("pregnancy", "28", "f", "pregnant at 28 weeks with gestational diabetes on insulin, asthma on an inhaled steroid, a low-iron history, kick counts in the plan"),
+ ("psychiatry", "46", "f", "opioid use disorder on buprenorphine/naloxone film, hepatitis C untreated, depression on bupropion, chronic back pain"),
+ ("psychiatry", "67", "m", "major depression on mirtazapine and venlafaxine, alcohol use disorder in remission on naltrexone, hypertension, lives alone"),
+ ("neurology", "38", "f", "chronic migraine on monthly erenumab injections and sumatriptan, medication-overuse limits in the plan, on a progestin-only pill"),
+ ("neurology", "64", "m", "ischemic stroke last year with left-sided weakness, on clopidogrel and atorvastatin, aphasia, a driving restriction; his wife types some replies"),
+ ("GI", "53", "m", "Barrett's esophagus on omeprazole, obesity after a gastric sleeve, vitamin B12 injections, sleep apnea"),
+ ("GI", "30", "f", "celiac disease on a gluten-free diet, iron deficiency on iron tablets, migraine, hypothyroidism on levothyroxine"),
+ ("rheumatology", "45", "m", "ankylosing spondylitis on adalimumab, uveitis history, latent tuberculosis treated, takes naproxen on bad days"),
+ ("endocrinology", "52", "f", "hyperthyroidism (Graves) on methimazole with blood-count checks, thyroid eye disease, osteopenia, smoker trying to quit"),
+ ("endocrinology", "70", "m", "type 2 diabetes on glipizide and metformin with hypoglycemia episodes, CKD stage 3, falls, lives with his son"),
+ ("lung", "57", "f", "severe asthma on a biologic (mepolizumab), high-dose inhaled steroid and rescue inhaler, an aspirin/NSAID sensitivity, nasal polyps"),
+ ("lung", "74", "m", "lung cancer after surgery, on osimertinib, COPD, diabetes, a past pulmonary embolism on rivaroxaban"),
+ ("geriatrics", "88", "m", "Parkinson's with dementia on rivastigmine patches, orthostatic hypotension, urinary retention, aspiration risk with thickened liquids in the plan; his daughter types"),
+ ("geriatrics", "79", "f", "osteoporosis with a hip fracture last year on denosumab, atrial fibrillation on apixaban, hearing loss, a walker, bladder incontinence"),
+ ("hematology", "26", "m", "sickle cell disease on hydroxyurea and folic acid, pain crises managed with oxycodone at home, avascular necrosis of the hip, hydration rules in the plan"),
+]
+
+ROUND8_AUTHORS = {"ema": 6, "fox": 6, "gio": 6, "han": 6}
+
 
 def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
     """One patient's section of an author's brief file (the same layout in every round)."""
@@ -307,5 +337,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND5, authors=ROUND5_AUTHORS, seed=20261204)
     write_round(out, clinical_list=CLINICAL_ROUND6, authors=ROUND6_AUTHORS, seed=20261205)
     write_round(out, clinical_list=CLINICAL_ROUND7, authors=ROUND7_AUTHORS, seed=20261206)
+    write_round(out, clinical_list=CLINICAL_ROUND8, authors=ROUND8_AUTHORS, seed=20261207)
 
 main()
