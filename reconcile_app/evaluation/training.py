@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reconcile_app.core.linear import LinearModel, TextField
+from reconcile_app.evaluation.training_cite import cite_outcome
 from reconcile_app.fhir.clinical import ClinicalRecord, build_clinical_record, resources_from_bundle
 from reconcile_app.narrative.engines.delta import turn_dense, turn_texts
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
@@ -634,6 +635,7 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
     judge.threshold = at["threshold"] if filters else JUDGE_OFF
     progress("outcome models")
     outcomes, outcome_report = outcome_models(corpus, folds, fold_map)
+    cite_outcome(outcomes, outcome_report, patients, extractor, reconciler, fold_map, folds, progress)  # training_cite.py
     report = {
         "patients": len(patients), "authors": len({author_of(p.key) for p in patients}), "turns": len(turns),
         "turn_positives": sum(s.label for s in turns), "turn_cases": len(corpus.cases), "scenario_sessions": corpus.scenario_sessions,

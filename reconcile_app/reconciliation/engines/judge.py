@@ -25,6 +25,7 @@ from pathlib import Path
 from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
+from reconcile_app.reconciliation.engines.citing import CitationRanker, add_citations
 from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "learned" / "judge.json"
@@ -122,6 +123,7 @@ class Judge:
     model: LinearModel
     threshold: float
     outcomes: dict[str, LinearModel] = field(default_factory=dict)  # "kind", "safety", "severity" where shipped
+    citer: CitationRanker | None = None  # the entries a reviewer opens beside a raised finding's own (citing.py)
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> Judge | None:
@@ -129,11 +131,12 @@ class Judge:
             return None
         model = load_model(str(path))
         outcomes = {name: load_model(str(p)) for name, p in OUTCOME_PATHS.items() if path == MODEL_PATH and p.exists()}
-        return cls(model, float(model.threshold), outcomes)
+        return cls(model, float(model.threshold), outcomes, CitationRanker.load() if path == MODEL_PATH else None)
 
     @property
     def version(self) -> str:
-        digest = hashlib.sha256("".join(m.fingerprint() for m in (self.model, *self.outcomes.values())).encode()).hexdigest()
+        citer = self.citer.version if self.citer is not None else ""
+        digest = hashlib.sha256(("".join(m.fingerprint() for m in (self.model, *self.outcomes.values())) + citer).encode()).hexdigest()
         return f"judge.{digest[:6]}"
 
     def score(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord) -> tuple[float, list[str], dict[str, float]]:
@@ -149,6 +152,8 @@ class Judge:
             mems, outs = [memories[i] for i in indexes], [drafts[i] for i in indexes]
             p, why, dense = self.score(mems, outs, record)
             self.decide_turn(mems, outs, record, p, why, dense)
+        if self.citer is not None:
+            add_citations(self.citer, memories, drafts, record)
         return drafts
 
     @property

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reconcile_app.evaluation.training import data_fingerprint, dataset_folders, load_patients, train_models
 from reconcile_app.narrative.engines.delta import CATEGORY_PATH, DETECTOR_PATH
+from reconcile_app.reconciliation.engines.citing import CITE_PATH
 from reconcile_app.reconciliation.engines.judge import MODEL_PATH as JUDGE_PATH, OUTCOME_PATHS
 
 
@@ -55,7 +56,8 @@ class Command(BaseCommand):
             return
         outputs = [(trained.detector, DETECTOR_PATH), (trained.category, CATEGORY_PATH), (trained.judge, JUDGE_PATH)]
         outputs += [(trained.outcomes[name], OUTCOME_PATHS[name]) for name in ("kind", "safety", "severity") if name in trained.outcomes]
-        for name, path in OUTCOME_PATHS.items():
+        outputs += [(trained.outcomes["cite"], CITE_PATH)] if "cite" in trained.outcomes else []
+        for name, path in {**OUTCOME_PATHS, "cite": CITE_PATH}.items():
             if name not in trained.outcomes and path.exists():
                 path.unlink()  # an outcome model that no longer beats the rules is not shipped
                 self.stdout.write(f"removed {path} (the rules do as well)")
