@@ -265,6 +265,36 @@ CLINICAL_ROUND8 = [
 
 ROUND8_AUTHORS = {"ema": 6, "fox": 6, "gio": 6, "han": 6}
 
+# Round 9 (more of the tune split, 2026-12-01 second session): twenty-four more pictures, four authors writing six each.
+CLINICAL_ROUND9 = [
+ ("cardiology", "66", "m", "heart failure with reduced ejection fraction on sacubitril/valsartan, carvedilol, spironolactone and dapagliflozin, an implanted defibrillator, a 2 g salt limit and daily weights"),
+ ("cardiology", "51", "f", "hypertension resistant to treatment on four drugs (chlorthalidone, amlodipine, olmesartan, spironolactone), primary aldosteronism work-up, migraine, home blood pressure log"),
+ ("cardiology", "83", "f", "atrial fibrillation on edoxaban after a stroke, heart failure, hypothyroidism, a recent fall, lives with her husband who has dementia"),
+ ("nephrology", "48", "m", "kidney transplant ten years ago on belatacept infusions, mycophenolate and prednisone, gout, hypertension, a skin cancer history"),
+ ("nephrology", "76", "f", "hemodialysis three times a week through a fistula, diabetes on insulin, calcium-based binder, a 1-litre fluid limit, amputation of two toes"),
+ ("oncology", "39", "f", "breast cancer after surgery on tamoxifen, anxiety on paroxetine, lymphedema of the arm with a compression sleeve in the plan"),
+ ("oncology", "68", "m", "kidney cancer on pembrolizumab and axitinib, hypertension, immune-related thyroiditis on levothyroxine, diarrhea rules in the plan"),
+ ("HIV", "62", "m", "HIV on rilpivirine-based therapy (acid reducers restricted in the plan), coronary disease on aspirin and atorvastatin, reflux, erectile dysfunction"),
+ ("pregnancy", "31", "f", "pregnant at 12 weeks with epilepsy on levetiracetam and high-dose folic acid, nausea and vomiting of pregnancy, migraine history"),
+ ("psychiatry", "29", "m", "schizophrenia on clozapine with weekly-to-monthly blood counts, constipation on senna, smoker, weight gain, his mother types some replies"),
+ ("psychiatry", "52", "f", "PTSD on prazosin and sertraline, insomnia, alcohol in moderation, chronic neck pain, a past overdose and a safety plan"),
+ ("neurology", "45", "m", "myasthenia gravis on pyridostigmine and eculizumab infusions with meningococcal vaccines required, a thymoma removed, sleep apnea"),
+ ("neurology", "59", "f", "ALS early stage on riluzole and edaravone, swallowing difficulty with a thickened-fluids plan, weight loss, depression"),
+ ("GI", "36", "m", "Crohn's disease with a past bowel resection on ustekinumab, vitamin B12 injections, kidney stones, smokes cannabis"),
+ ("liver", "61", "f", "primary biliary cholangitis on ursodiol and obeticholic acid, itching on cholestyramine, osteoporosis, dry eyes"),
+ ("rheumatology", "72", "m", "gout with tophi on febuxostat and colchicine, CKD stage 3, heart failure, a past gout flare after diuretics"),
+ ("rheumatology", "33", "f", "lupus on hydroxychloroquine (yearly eye checks) and azathioprine, antiphospholipid antibodies on aspirin, photosensitivity, wants pregnancy next year"),
+ ("endocrinology", "57", "m", "acromegaly after pituitary surgery on octreotide injections, sleep apnea, diabetes on metformin, hypertension"),
+ ("endocrinology", "80", "f", "osteoporosis on yearly zoledronic acid, hyperparathyroidism, vitamin D deficiency, kidney stones, hard of hearing"),
+ ("lung", "65", "m", "bronchiectasis with Pseudomonas on inhaled colistin cycles and azithromycin three times a week, hearing checks in the plan, airway clearance device"),
+ ("lung", "50", "f", "pulmonary embolism six months ago on rivaroxaban, obesity, on estrogen-containing HRT stopped after the clot, long-haul flights for work"),
+ ("geriatrics", "85", "m", "Alzheimer's disease on donepezil and memantine, benign prostatic hyperplasia, hypertension, wanders at night; his wife types for him"),
+ ("infectious disease", "44", "f", "hepatitis C treatment in progress with sofosbuvir/velpatasvir, opioid use disorder on methadone, depression, acid reducers restricted in the plan"),
+ ("adolescent", "16", "m", "type 1 diabetes on multiple daily injections with a glucose sensor, ADHD on methylphenidate, plays football; he and his father take turns typing"),
+]
+
+ROUND9_AUTHORS = {"ivo": 6, "jae": 6, "kai": 6, "liv": 6}
+
 
 def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
     """One patient's section of an author's brief file (the same layout in every round)."""
@@ -338,5 +368,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND6, authors=ROUND6_AUTHORS, seed=20261205)
     write_round(out, clinical_list=CLINICAL_ROUND7, authors=ROUND7_AUTHORS, seed=20261206)
     write_round(out, clinical_list=CLINICAL_ROUND8, authors=ROUND8_AUTHORS, seed=20261207)
+    write_round(out, clinical_list=CLINICAL_ROUND9, authors=ROUND9_AUTHORS, seed=20261208)
 
 main()
