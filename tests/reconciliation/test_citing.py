@@ -103,7 +103,7 @@ def test_the_hook_cites_beside_a_raised_finding_only_with_a_note(chart: Clinical
     raised = FindingDraft(kind="gap", severity="medium", rule="judge-raise:med-otc")
     rules = FindingDraft(kind="gap", severity="medium", rule="med-undocumented")
     quiet = FindingDraft(kind="no_clinical_relevance", rule="judge-raise:x")
-    add_citations(HAND, [memory("medication", said)] * 3, [raised, rules, quiet], chart, raised_only=True)
+    add_citations(HAND, [memory("medication", said)] * 3, [raised, rules, quiet], chart, scope="raised")
     assert [c.id for c in raised.citations] == ["warf"]  # the INR links through the table alone: under the hand threshold
     assert "cited MedicationRequest/warf" in raised.gate_notes[0]
     assert rules.citations == [] and quiet.citations == []
@@ -114,3 +114,12 @@ def test_simulate_counts_a_scenario_informed_once_and_one_citation_per_code() ->
     other = CiteCase("tune/x01", "sc1", False, 0, [({"b": 1.0}, False)], ["C|s|2"])
     rates = simulate([case, other], [[0.9, 0.8, 0.7], [0.2]], 0.5, limit=2)
     assert rates == {"informed": 1.0, "added_per_case": 1.0, "added_precision": 0.5}
+
+
+def test_in_the_uncited_scope_a_rules_discrepancy_citing_nothing_gets_citations_too(chart: ClinicalRecord) -> None:
+    said = "I took a couple of ibuprofen for my sore wrist on Sunday"
+    bare = FindingDraft(kind="gap", severity="medium", rule="med-undocumented")
+    cited = FindingDraft(kind="gap", severity="medium", rule="med-undocumented",
+                         citations=[Citation("Condition", "afib", "http://snomed.info/sct", "49436004")])
+    add_citations(HAND, [memory("medication", said)] * 2, [bare, cited], chart, scope="uncited")
+    assert [c.id for c in bare.citations] == ["warf"] and [c.id for c in cited.citations] == ["afib"]
