@@ -69,11 +69,14 @@ def engines_timed(engine: str | None, *, warm: bool = False) -> Iterator[ReplayT
     from reconcile_app.narrative.engines import get_extractor
     from reconcile_app.reconciliation.engines import get_reconciler
 
+    from reconcile_app.core.gcpolicy import gc_paused
+
     timings = ReplayTimings()
     started, cpu = time.perf_counter(), time.thread_time()
-    extractor, reconciler = get_extractor(engine), get_reconciler(engine)
-    if warm:
-        _warm(extractor, reconciler)
+    with gc_paused():  # everything built here lives as long as the process
+        extractor, reconciler = get_extractor(engine), get_reconciler(engine)
+        if warm:
+            _warm(extractor, reconciler)
     timings.engines_load = time.perf_counter() - started
     timings.cpu["engines_load"] = time.thread_time() - cpu
     patched = [(extractor, "extract_session", "extraction"), (reconciler, "reconcile", "reconciliation")]

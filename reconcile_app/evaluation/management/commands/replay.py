@@ -11,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from reconcile_app.core.gcpolicy import gc_batch
 from reconcile_app.evaluation.parallel import PatientOutcome, replay_one, replay_parallel
 from reconcile_app.evaluation.runner import dataset_folders
 from reconcile_app.evaluation.scratch import celery_in_process, quiet_logs, scratch_database
@@ -56,7 +57,9 @@ class Command(BaseCommand):
         outcomes: list[PatientOutcome] = []
         # The scratch database is created before any model is touched: the app's data stays as it was.
         level = logging.INFO if options["verbosity"] > 1 else logging.WARNING
-        with quiet_logs(level), engines_timed(options["engine"], warm=jobs > 1) as timings:
+        # The engines are loaded and warmed before any patient, in one process or before the workers fork (warm: what
+        # they load on first use is loaded then too), and frozen with the rest of the start-up's objects (gc_batch).
+        with quiet_logs(level), engines_timed(options["engine"], warm=True) as timings, gc_batch():
             bar = tqdm(total=len(folders), desc="patients", unit="patient", disable=quiet)
             if jobs == 1:
                 with scratch_database(options["scratch_db"]), celery_in_process():
