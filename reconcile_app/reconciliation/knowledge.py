@@ -4,11 +4,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from reconcile_app.terminology.concepts import condition_codes
 from reconcile_app.terminology.vocabulary import Drug, Vocabulary, load_vocabulary
 
 DATA_DIR = Path(__file__).with_name("data")
@@ -313,6 +314,19 @@ def _lay_class_terms(vocab: Vocabulary, clinical: set[str]) -> list[tuple[str, s
     return sorted(pairs, key=lambda kv: (-len(kv[0]), kv[1]))
 
 
+def _add_coded_terms(conditions: dict[str, Concept]) -> None:
+    """The terminology layer's lay terms join each condition concept's; a concept only the terminology layer has (with
+    its codes and terms, e.g. peptic ulcer) joins the table, so the interaction and red-flag rows naming it can fire."""
+    for cid, coded in condition_codes().items():
+        if not coded.terms:
+            continue
+        known = conditions.get(cid)
+        if known is None:
+            conditions[cid] = Concept(cid, coded.terms, (), (), coded.source)
+        else:
+            conditions[cid] = replace(known, terms=tuple(dict.fromkeys(known.terms + coded.terms)))
+
+
 @lru_cache(maxsize=1)
 def load_knowledge() -> Knowledge:
     vocab = load_vocabulary()
@@ -322,6 +336,7 @@ def load_knowledge() -> Knowledge:
     drugs = list(vocab.drugs.values())
     conditions = {r["id"]: Concept(r["id"], _t(r["terms"]), _t(r["loinc"]), _t(r.get("related")), r["source"], _t(r.get("purpose")),
                            (r.get("diagnosis", ["medium", False])[0], bool(r.get("diagnosis", ["medium", False])[1]))) for r in _load("conditions.json")}
+    _add_coded_terms(conditions)
     vaccines = [Vaccine(r["id"], _t(r["terms"]), _t(r["cvx"]), bool(r["live"]), r["source"], _t(r.get("indications"))) for r in _load("vaccines.json")]
     measures = {
         r["kind"]: Measure(

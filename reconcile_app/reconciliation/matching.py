@@ -7,7 +7,8 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz, process
 
-from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
+from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, Coding, State
+from reconcile_app.terminology.concepts import conditions_coded
 from reconcile_app.terminology.lexicon import drugs_named_in
 
 from .knowledge import Drug, Knowledge, has_phrase, load_knowledge, norm, regex_text
@@ -209,6 +210,15 @@ def concepts_in_text(text: str, kb: Knowledge | None = None) -> set[str]:
     return found
 
 
+def coded_concepts(codings: tuple[Coding, ...] | list[Coding]) -> set[str]:
+    """The condition concepts a record entry's codes name (terminology layer: SNOMED CT codes, ICD-10-CM categories),
+    whatever its display says: a long display ("... without tophus, multiple sites") or none at all."""
+    found: set[str] = set()
+    for c in codings:
+        found |= conditions_coded(c.system, c.code)
+    return found
+
+
 def stage_of(text: str) -> str:
     m = _STAGE.search(regex_text(text))
     if not m:
@@ -383,7 +393,8 @@ class RecordIndex:
         if rtype in ("MedicationRequest", "MedicationStatement"):
             self.meds.append(self._med_entry(entry, names))
         elif rtype == "Condition":
-            self.conditions.append(CondEntry(entry, concepts_in_text(names, kb), content_words(entry.display), stage_of(entry.display)))
+            self.conditions.append(CondEntry(entry, concepts_in_text(names, kb) | coded_concepts(entry.codings), content_words(entry.display),
+                                             stage_of(entry.display)))
         elif rtype == "AllergyIntolerance":
             self.allergies.append(self._allergy_entry(entry, names))
         elif rtype == "Immunization":

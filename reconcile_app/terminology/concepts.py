@@ -54,3 +54,38 @@ def vaccine_names_by_disease() -> dict[str, str]:
 def allergen_families() -> dict[str, tuple[str, ...]]:
     """Allergen family name -> its names and member drugs or foods ("penicillin" -> penicillin, amoxicillin, ampicillin)."""
     return {c.name: tuple(c.members) for c in load_concepts().of_kind("allergen") if c.members}
+
+
+SNOMED = "http://snomed.info/sct"
+ICD10CM = "http://hl7.org/fhir/sid/icd-10-cm"
+
+
+@dataclass(frozen=True)
+class ConditionCodes:
+    """A condition concept's codes (SNOMED CT codes, ICD-10-CM category prefixes) and the lay terms it adds."""
+
+    id: str
+    snomed: frozenset[str]
+    icd10cm: tuple[str, ...]  # without dots: "M1A" covers M1A.0710
+    terms: tuple[str, ...]
+    source: str
+
+
+@lru_cache(maxsize=1)
+def condition_codes() -> dict[str, ConditionCodes]:
+    """Concept id -> its codes, from data/conditions.json."""
+    data = json.loads((DATA_DIR / "conditions.json").read_text(encoding="utf-8"))
+    return {r["id"]: ConditionCodes(r["id"], frozenset(r["snomed"]), tuple(c.replace(".", "").upper() for c in r["icd10cm"]),
+                                    tuple(r.get("terms", ())), r["source"]) for r in data["concepts"]}
+
+
+@lru_cache(maxsize=4096)
+def conditions_coded(system: str, code: str) -> frozenset[str]:
+    """The concepts a coding names: an exact SNOMED CT code, or an ICD-10-CM code under one of a concept's categories.
+    Codes are the record's own words for the condition, so a long or missing display still finds its concept."""
+    if system == SNOMED:
+        return frozenset(c.id for c in condition_codes().values() if code in c.snomed)
+    if system == ICD10CM:
+        flat = code.replace(".", "").upper()
+        return frozenset(c.id for c in condition_codes().values() if any(flat.startswith(p) for p in c.icd10cm))
+    return frozenset()

@@ -393,6 +393,15 @@ FLAG_CASES: dict[str, tuple[list[str], list[str]]] = {
                                        ["no diarrhea on the antibiotics"]),
     "complex-sleep-behavior": (["my wife says i was sleepwalking", "i cooked eggs and don't remember doing it"],
                                ["no sleepwalking", "my son sleepwalks"]),
+    # eating disorders (requires_conditions: eating_disorder): purging, then restriction and compensation
+    "purging-in-eating-disorder": (["i made myself sick after the pasta last night", "been popping a few senna tabs every night",
+                                    "i purged twice over the weekend", "threw up on purpose after dinner with my aunt"],
+                                   ["no purging this week, i kept every meal down", "my roommate makes herself throw up",
+                                    "i haven't touched the laxatives since march", "threw up from the stomach bug on friday"]),
+    "restriction-or-compensation-in-eating-disorder": (["i skipped lunch and most of my snack again", "down four pounds since the clinic weighed me",
+                                                        "been running in secret before everyone gets up", "i weighed myself three times today"],
+                                                       ["i haven't lost any weight", "no skipped meals this week",
+                                                        "my brother is running his first 10k", "i run with the cross country team, coach knows"]),
 }
 
 
