@@ -27,7 +27,7 @@ from .. import context as ctx
 from ..base import Extractor
 from ..clauses import Sentence, split_sentences
 from ..delta import DeltaDetector, TurnHit
-from ..measurements import Measurement, find_measurements
+from ..measurements import Measurement, find_measurements, open_question_context
 from .allergy import _allergy_inference, _record_allergy_exposures, _s_allergic_to
 from .assertion import ContextAssertions, Speakers, assertion_engine
 from .care import _s_had_done, _s_procedure_noun, _s_programs, _s_removal, _s_vaccine_list
@@ -35,8 +35,8 @@ from .chains import _assign_ops
 from .condition import _s_body_site_pain, _s_diagnosis_named, _s_suicidal
 from .drafts import _draft, _link_record, _turn_hits
 from .linking import (
-    _answer_about_coach_entity, _answer_fills_action, _borrowed_from_other, _burst_links, _continuations, _reason_links,
-    _resolve_medication,
+    _answer_about_coach_entity, _answer_fills_action, _borrowed_from_other, _burst_links, _continuations, _errands_for_others,
+    _reason_links, _resolve_medication,
 )
 from .measurement import _s_measurements
 from .medication import _s_generic_medications, _s_prescribed_unlisted
@@ -155,8 +155,8 @@ def _analyse_turn(turn: TurnInput, index: int, lex: Lexicon, overlay: dict, prev
         return state
     discourse = _discourse_at(previous, speakers.is_patient if speakers is not None else None)
     state.context_text = " ".join([low] + [p.low for p in previous[-3:]])
-    # the previous two turns (a coach's question and the patient's message before it) let bare numbers answer them
-    measurements = find_measurements(low, context=" ".join(p.low for p in previous[-2:]))
+    # bare numbers answer the coach's question still open (across holding turns), else the previous two turns
+    measurements = find_measurements(low, context=open_question_context([(p.turn.speaker, p.low) for p in previous]))
     parsed = [(sent, words, _names(text, sent, words)) for sent in state.sentences
               for words in [ctx.mark_clause_final([t for t, _, _ in sent.tokens], sent.tokens, sent.low)]]
     previous_frame = speakers.frame if speakers is not None else None  # carried from the turn before
@@ -265,6 +265,7 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
             continue
         coach_before = states[i - 1] if i > 0 and states[i - 1].turn.speaker != "patient" else None
         _borrowed_from_other(state, states, i)
+        _errands_for_others(state)
         for mention in list(state.mentions):
             if mention.category != MemoryCategory.MEDICATION or not mention.unresolved:
                 continue

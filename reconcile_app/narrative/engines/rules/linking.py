@@ -19,6 +19,8 @@ from .state import CLINICAL, Mention, TurnState, _patient_neighbours
 
 
 _OTHERS_SUPPLY = cue_pattern("others_supply")
+_ERRAND_FOR_OTHER = cue_pattern("errand_for_other")  # "collecting Grandpa's order" (medication_frames.json)
+_OWN_INTAKE = cue_pattern("own_intake")
 _FIRST_PERSON_INTAKE = cue_pattern("first_person_intake")
 _POSSESSIVE_SUPPLY = cue_pattern("possessive_supply")  # "I take his" (medication_frames.json)
 
@@ -244,6 +246,8 @@ def _answer_fills_action(state: TurnState, states: list[TurnState], i: int, coac
 
 
 _BARE_ACTION = cue_pattern("bare_action")
+_DISCUSSION_Q = cue_pattern("discussion_question")  # "did your doctor bring up X?" (medication_frames.json)
+_INTAKE_Q = cue_pattern("intake_question")  # "still on the X?"
 # a polar "no" answer to a question about continued use (Sacks, Schegloff & Jefferson 1974: adjacency pairs)
 _BARE_NO = re.compile(r"\W*(?:no|nope|nah|naw|not anymore|not really)\b(?!\s+(?:problems?|issues?|trouble|side effects?|changes?))")
 _STILL_Q = re.compile(r"\b(?:still|keeping up with|continuing)\b")
@@ -279,6 +283,8 @@ def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None,
         category = MemoryCategory.CARE_ACTIVITY
     else:
         found = None if _PAST_LAPSE_ENDED.search(sent.low) else _nearest_action(_own_clause(sent.low, words), "")
+        if found is None and m is None and _about_a_discussion(coach_before.low):
+            return  # "Did the doctor bring up X?" "Yeah she did": assent to a talk about X, not a statement of taking it
         action = found[0] if found else "taking"  # "used to skip them, not anymore": taken now
         if (res.negation_at >= 0 or (_BARE_NO.match(sent.low) and _STILL_Q.search(coach_before.low))) \
                 and action in ("taking", "took_once", None) and not _PAST_LAPSE_ENDED.search(sent.low):
@@ -295,6 +301,12 @@ def _answer_about_coach_entity(state: TurnState, coach_before: TurnState | None,
                       name=attrs.get("drug") or attrs.get("name") or attrs.get("drug_class", ""))
     mention.event_time = _event_time(state, sent)
     state.mentions.append(mention)
+
+
+def _about_a_discussion(question: str) -> bool:
+    """The coach asks whether a medicine was talked about or planned, not whether the patient takes it (a polar
+    question's answer confirms the question's own proposition: Raymond 2003)."""
+    return bool(_DISCUSSION_Q.search(question)) and not _INTAKE_Q.search(question)
 
 
 def _own_clause(low: str, words: list[str]) -> str:
@@ -425,3 +437,26 @@ def _owned_medicine(state: TurnState, states: list[TurnState], i: int, sent: Sen
     pool = earlier[::-1] + (before[0].mentions[::-1] if before else [])
     return next((m for m in pool if m.category == MemoryCategory.MEDICATION and not m.unresolved
                  and (m.subject == Subject.OTHER or m.attributes.get("owner"))), None)
+
+
+def _errands_for_others(state: TurnState) -> None:
+    """"Collected Grandpa's order at the drugstore. The lisinopril was on back order.": medicines handled for their
+    owner (collected, ordered, dropped off) are the owner's, in the errand's sentence and the sentences after it, until
+    one says the patient's own use ("I take the same one", "mine too")."""
+    owner = ""
+    for sent in state.sentences:
+        errand = _ERRAND_FOR_OTHER.search(sent.low)
+        if errand is not None:
+            owner = errand.group("owner") or errand.group("owner2") or "other person"
+        if not owner:
+            continue
+        if _OWN_INTAKE.search(sent.low):
+            owner = ""
+            continue
+        for mention in state.mentions:
+            if mention.sentence is sent and mention.category == MemoryCategory.MEDICATION and mention.subject == Subject.PATIENT:
+                mention.subject, mention.relation = Subject.OTHER, owner
+                if mention.attributes.get("source") == "someone_else":
+                    mention.attributes.pop("source")  # not borrowed: collected for its owner
+                mention.attributes["owner"] = owner
+

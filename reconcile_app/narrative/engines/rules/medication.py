@@ -52,6 +52,10 @@ _CARRIED = re.compile(r"\s*(?:(?:over|back|down|up|out)\s+)?(?:to\s+(?:her|him|t
                       r"|\s*(?:over|back|home)\b")
 _ANTIHISTAMINE = cue_words("antihistamine")
 _PRESCRIBED = cue_pattern("prescribed")
+_AS_NEEDED_DRUGS = cue_words("as_needed_drugs")  # rescue inhaler, nitroglycerin, triptans... (medication_frames.json)
+_AS_NEEDED_FRAME = cue_pattern("as_needed_frame")
+_NEED_DENIED = cue_pattern("need_denied")
+_EXPLICIT_STOP = cue_pattern("explicit_stop")
 _GENERIC_WORDS = cue_words("generic_words")
 
 
@@ -104,6 +108,11 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
     if res.assertion == Assertion.NEGATED and (action in ("stopped", "skipped") or _NEGATED_STOP.search(clause)):
         # "haven't taken my X", "no more X": an action, not a denial; "never stopped my X": the negation is the stop's
         mention.assertion = Assertion.AFFIRMED
+    if action in ("stopped", "skipped", None) and _as_needed_unneeded(attrs, clause, sent.low):
+        # "haven't had to use my rescue inhaler in weeks": an as-needed medicine not needed is control, not a stop
+        action, dose_change = "taking", ""
+        attrs["as_needed_use"] = "not needed lately"
+        mention.assertion = Assertion.AFFIRMED
     attrs["action"] = action or "taking"
     if dose_change:
         attrs["dose_change"] = dose_change
@@ -121,6 +130,14 @@ def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult
         if entry.code:
             attrs["rxnorm_hint"] = entry.code
     return True
+
+
+def _as_needed_unneeded(attrs: dict[str, Any], clause: str, sentence: str) -> bool:
+    """An as-needed medicine (by drug, class or a word like 'rescue') said not needed or not used, with no stop verb
+    of its own (GINA 2024: little reliever use is asthma under control; the order stands)."""
+    as_needed = attrs.get("drug") in _AS_NEEDED_DRUGS or attrs.get("drug_class") in _AS_NEEDED_DRUGS \
+        or bool(_AS_NEEDED_FRAME.search(sentence))
+    return as_needed and bool(_NEED_DENIED.search(clause)) and not _EXPLICIT_STOP.search(clause)
 
 
 def _borrowed(low: str, hit: Hit) -> bool:

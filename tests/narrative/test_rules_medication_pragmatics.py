@@ -1,0 +1,111 @@
+"""What a medicine mention does in the conversation: assent to a question about a talk or plan is not taking, a
+medicine collected for someone else is theirs, an as-needed medicine not needed is control, not a stop; and a bare
+number answers the coach's question still open a few turns back. Each with its near miss. Sentences written for
+these tests."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from reconcile_app.narrative.engines.rules import RulesExtractor
+from reconcile_app.narrative.types import Assertion, MemoryDraft, SessionInput, Subject, TurnInput
+
+AT = datetime(2026, 6, 9, 15, 0, tzinfo=timezone(timedelta(hours=-5)))
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    return RulesExtractor()
+
+
+def session(*texts: str) -> SessionInput:
+    turns = tuple(TurnInput(f"t{i + 1}", "coach" if i % 2 == 0 else "patient", AT + timedelta(minutes=i), text)
+                  for i, text in enumerate(texts))
+    return SessionInput("s1", AT, turns)
+
+
+def meds(drafts: list[MemoryDraft], subject: str = Subject.PATIENT) -> list[MemoryDraft]:
+    return [d for d in drafts if d.category == "medication" and d.subject == subject]
+
+
+# --- a yes to a question about a talk or a plan -------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Did your endocrinologist talk about starting the glipizide?", "yeah he brought it up"),
+    ("Did the nurse mention the atorvastatin at all?", "Yes she did."),
+    ("Is the doctor thinking about adding glipizide?", "she is, we'll see next visit"),
+])
+def test_assent_to_a_question_about_a_talk_is_not_taking(extractor, question: str, answer: str) -> None:
+    assert not meds(extractor.extract_session(session(question, answer)))
+
+
+@pytest.mark.parametrize(("question", "answer", "action"), [
+    ("Are you still taking the glipizide?", "yeah", "taking"),
+    ("Did your endocrinologist talk about starting the glipizide?", "yes, he started me on it monday", "started"),
+])
+def test_a_yes_about_use_or_an_answer_with_its_own_action_is_still_read(extractor, question: str, answer: str,
+                                                                          action: str) -> None:
+    [found] = meds(extractor.extract_session(session(question, answer)))
+    assert found.attributes["drug"] == "glipizide" and found.attributes["action"] == action
+
+
+# --- an errand with someone else's medicines ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "Spent the morning picking up my father's stuff at the drugstore. The warfarin was back ordered.",
+    "I grabbed my grandma's refills on the way, the furosemide was ready.",
+    "Got the prescriptions for my husband. They were out of the carvedilol.",
+])
+def test_medicines_collected_for_someone_else_are_theirs(extractor, text: str) -> None:
+    drafts = extractor.extract_session(session("What have you been up to?", text))
+    assert not meds(drafts)
+    assert meds(drafts, Subject.OTHER)
+
+
+@pytest.mark.parametrize("text", [
+    "Picked up my father's stuff at the drugstore. I take the same warfarin myself, and mine was ready too.",
+    "I grabbed a few of my grandma's lorazepam to get some sleep.",
+])
+def test_the_patient_own_use_beside_an_errand_or_a_borrowed_pill_stays_the_patient(extractor, text: str) -> None:
+    assert meds(extractor.extract_session(session("What have you been up to?", text)))
+
+
+# --- an as-needed medicine not needed ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "Haven't had to use the rescue inhaler in about three weeks.",
+    "Didn't need my nitroglycerin once since the last visit.",
+    "I barely touch the albuterol these days.",
+])
+def test_an_as_needed_medicine_not_needed_is_control_not_a_stop(extractor, text: str) -> None:
+    [found] = meds(extractor.extract_session(session("How's your breathing and chest been?", text)))
+    assert found.attributes["action"] == "taking" and found.assertion == Assertion.AFFIRMED
+    assert found.attributes["as_needed_use"] == "not needed lately"
+
+
+@pytest.mark.parametrize("text", [
+    "I stopped using the rescue inhaler, it made my hands shake.",
+    "Haven't taken the carvedilol in about three weeks.",
+])
+def test_a_stop_verb_or_a_scheduled_medicine_not_taken_is_still_a_stop(extractor, text: str) -> None:
+    [found] = meds(extractor.extract_session(session("How's your breathing and chest been?", text)))
+    assert found.attributes["action"] == "stopped"
+
+
+# --- a bare number answers the question still open -----------------------------------------------------------------
+
+def _weights(drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+    return [d for d in drafts if d.category == "measurement" and d.attributes.get("kind") == "weight"]
+
+
+def test_a_bare_number_answers_a_weight_question_across_a_holding_exchange(extractor) -> None:
+    drafts = extractor.extract_session(session("What did the scale say this morning?", "one sec, it's in the hall",
+                                               "No hurry.", "ok here", "Go ahead.", "203.6"))
+    assert [d.attributes.get("value") for d in _weights(drafts)] == [203.6]
+
+
+def test_a_later_question_about_minutes_closes_the_weight_question(extractor) -> None:
+    drafts = extractor.extract_session(session("What did the scale say this morning?", "one sec, it's in the hall",
+                                               "And how many minutes did you bike yesterday?", "ok here", "Go ahead.", "45"))
+    assert not _weights(drafts)
