@@ -8,10 +8,14 @@ is used only to fit the weights (evaluation/training.py).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import os
 import re
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,5 +172,48 @@ def _sigmoid(x: float) -> float:
 
 @lru_cache(maxsize=16)
 def load_model(path: str) -> LinearModel:
-    """Loaded once per process (workers share nothing else)."""
-    return LinearModel.from_json(Path(path).read_text(encoding="utf-8"))
+    """Loaded once per process (workers share nothing else), with its fingerprint from the on-disk cache."""
+    text = Path(path).read_text(encoding="utf-8")
+    model = LinearModel.from_json(text)
+    _fingerprint_seed(model, text)
+    return model
+
+
+def _fingerprint_path(text: str) -> Path:
+    """One small file per stored model, keyed by its text, this module's source (how a model is serialised) and the
+    Python version; in the folder of the lexicon's cache (same setting)."""
+    digest = hashlib.sha256(text.encode("utf-8"))
+    digest.update(Path(__file__).read_bytes())
+    digest.update(sys.version.encode())
+    root = os.environ.get("RECONCILE_LEXICON_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "reconcile")
+    return Path(root) / f"linear-{digest.hexdigest()[:16]}.fingerprint"
+
+
+def _fingerprint_seed(model: LinearModel, text: str) -> None:
+    """The fingerprint serialises the whole model (0.05 CPU-s for each shipped model, in every process that loads the
+    engines, before any work): it is a function of the file's text, so the first process stores it and the others
+    read it. Any failure to read or write the cache only means computing it as before."""
+    path: Path | None = None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        path = _fingerprint_path(text)
+        stored = path.read_text(encoding="ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{12}", stored):
+            model.__dict__["_fingerprint"] = (model.threshold, stored)
+            return
+    fingerprint = model.fingerprint()
+    if path is None:
+        return
+    tmp_name = ""
+    try:  # a unique temporary file renamed into place: a concurrent reader sees nothing or the whole line
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(fingerprint + "\n")
+        os.replace(tmp_name, path)
+        tmp_name = ""
+    except OSError:
+        pass
+    finally:
+        if tmp_name:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)

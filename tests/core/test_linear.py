@@ -67,3 +67,39 @@ def test_the_fingerprint_is_computed_once_and_follows_the_threshold(monkeypatch)
     monkeypatch.undo()
     model.threshold = 0.9
     assert model.fingerprint() != first
+
+
+def _load_fresh(path):  # type: ignore[no-untyped-def]
+    from reconcile_app.core.linear import load_model
+
+    load_model.cache_clear()  # a new process, as far as the loader knows
+    try:
+        return load_model(str(path))
+    finally:
+        load_model.cache_clear()
+
+
+def test_a_loaded_models_fingerprint_is_stored_once_and_read_by_later_processes(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("RECONCILE_LEXICON_CACHE", str(tmp_path / "cache"))
+    stored = tmp_path / "toy.json"
+    stored.write_text(_binary().to_json(), encoding="utf-8")
+    expected = LinearModel.from_json(stored.read_text(encoding="utf-8")).fingerprint()
+    first = _load_fresh(stored)
+    (cached,) = (tmp_path / "cache").glob("linear-*.fingerprint")
+    assert cached.read_text(encoding="ascii").strip() == expected == first.fingerprint()
+    monkeypatch.setattr(LinearModel, "to_json", lambda self: pytest.fail("serialised again"))
+    assert _load_fresh(stored).fingerprint() == expected
+
+
+def test_another_models_text_or_an_unreadable_entry_is_never_taken_from_the_cache(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("RECONCILE_LEXICON_CACHE", str(tmp_path / "cache"))
+    stored = tmp_path / "toy.json"
+    stored.write_text(_binary().to_json(), encoding="utf-8")
+    toy = _load_fresh(stored).fingerprint()
+    other = _binary()
+    other.intercepts["yes"] = 2.0  # same name and version, other weights
+    stored.write_text(other.to_json(), encoding="utf-8")
+    assert _load_fresh(stored).fingerprint() == other.fingerprint() != toy
+    for entry in (tmp_path / "cache").glob("linear-*.fingerprint"):
+        entry.write_text("not a fingerprint\n", encoding="ascii")
+    assert _load_fresh(stored).fingerprint() == other.fingerprint()
