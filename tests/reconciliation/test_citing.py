@@ -123,3 +123,19 @@ def test_in_the_uncited_scope_a_rules_discrepancy_citing_nothing_gets_citations_
                          citations=[Citation("Condition", "afib", "http://snomed.info/sct", "49436004")])
     add_citations(HAND, [memory("medication", said)] * 2, [bare, cited], chart, scope="uncited")
     assert [c.id for c in bare.citations] == ["warf"] and [c.id for c in cited.citations] == ["afib"]
+
+
+def test_a_rules_finding_that_cites_gets_one_more_entry_only_when_the_model_is_sure(chart: ClinicalRecord) -> None:
+    said = "I took a couple of ibuprofen for my sore wrist on Sunday"
+    model = LinearModel("cite", "1", ["no", "yes"], {"yes": {"f:interacts": 5.0, "f:interaction_lab": 1.0}}, {"yes": -2.0}, threshold=0.1)
+    cited = [Citation("Condition", "afib", "http://snomed.info/sct", "49436004")]
+    sure = FindingDraft(kind="gap", severity="medium", rule="med-undocumented", citations=list(cited))
+    add_citations(CitationRanker(model), [memory("medication", said)], [sure], chart, scope="uncited", strong=0.6)
+    assert [c.id for c in sure.citations] == ["afib", "warf"]  # the INR (p 0.27) is over the threshold, not sure enough
+    unsure = LinearModel("cite", "1", ["no", "yes"], {"yes": {"f:interacts": 1.0}}, {"yes": -1.0}, threshold=0.1)
+    kept = FindingDraft(kind="gap", severity="medium", rule="med-undocumented", citations=list(cited))
+    add_citations(CitationRanker(unsure), [memory("medication", said)], [kept], chart, scope="uncited", strong=0.6)
+    off = FindingDraft(kind="gap", severity="medium", rule="med-undocumented", citations=list(cited))
+    add_citations(CitationRanker(model), [memory("medication", said)], [off], chart, scope="uncited", strong=None)
+    assert [c.id for c in off.citations] == ["afib"]
+    assert [c.id for c in kept.citations] == ["afib"]
