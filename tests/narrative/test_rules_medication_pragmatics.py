@@ -109,3 +109,44 @@ def test_a_later_question_about_minutes_closes_the_weight_question(extractor) ->
     drafts = extractor.extract_session(session("What did the scale say this morning?", "one sec, it's in the hall",
                                                "And how many minutes did you bike yesterday?", "ok here", "Go ahead.", "45"))
     assert not _weights(drafts)
+
+
+# --- a vaccine named by its disease after the shot noun, and an offer accepted ----------------------------------------
+
+def _shots(drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+    return [d for d in drafts if d.category == "immunization"]
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("Stopped at the grocery pharmacy and got a jab against shingles while I waited.", "zoster vaccine"),
+    ("I finally had that vaccine on friday, the pneumococcal, at the senior center.", "pneumococcal vaccine"),
+])
+def test_a_vaccine_named_after_the_shot_noun_is_an_immunization(extractor, text: str, name: str) -> None:
+    drafts = extractor.extract_session(session("Anything new since we talked?", text))
+    assert [d.name if hasattr(d, "name") else d.attributes["name"] for d in _shots(drafts)] == [name]
+    assert not [d for d in drafts if d.category == "condition"]
+
+
+def test_the_illness_itself_after_a_shot_noun_stays_an_illness(extractor) -> None:
+    drafts = extractor.extract_session(session("Anything new since we talked?",
+                                               "My grandson brought home rsv, the shot clinic was closed so I stayed away."))
+    assert not [d for d in _shots(drafts) if d.subject == Subject.PATIENT and d.assertion == Assertion.AFFIRMED]
+
+
+@pytest.mark.parametrize("text", [
+    "The tech at the drugstore asked if I wanted the shingles shot, and I said sure.",
+    "At the clinic the nurse asked me whether I would like a tdap booster. I told her yes, go ahead.",
+])
+def test_a_reported_offer_the_patient_accepted_was_given(extractor, text: str) -> None:
+    shots = _shots(extractor.extract_session(session("Anything new since we talked?", text)))
+    assert shots and all(s.assertion == Assertion.AFFIRMED and s.subject == Subject.PATIENT for s in shots)
+
+
+@pytest.mark.parametrize("text", [
+    "The tech at the drugstore asked if I wanted the shingles shot, I said maybe next month.",
+    "If I want the shingles shot I can walk in any time.",
+])
+def test_an_offer_declined_or_a_plain_condition_stays_hypothetical(extractor, text: str) -> None:
+    # the rules' memories, before the learned turn detector adds its own turn-level statement
+    shots = _shots(extractor.analyse_session(session("Anything new since we talked?", text))[0])
+    assert shots and all(s.assertion != Assertion.AFFIRMED for s in shots)

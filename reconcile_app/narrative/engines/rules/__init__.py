@@ -35,7 +35,7 @@ from .chains import _assign_ops
 from .condition import _s_body_site_pain, _s_diagnosis_named, _s_suicidal
 from .drafts import _draft, _link_record, _turn_hits
 from .linking import (
-    _answer_about_coach_entity, _answer_fills_action, _borrowed_from_other, _burst_links, _continuations, _errands_for_others,
+    _accepted_offers, _answer_about_coach_entity, _answer_fills_action, _borrowed_from_other, _burst_links, _continuations, _errands_for_others,
     _reason_links, _resolve_medication,
 )
 from .measurement import _s_measurements
@@ -266,6 +266,7 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
         coach_before = states[i - 1] if i > 0 and states[i - 1].turn.speaker != "patient" else None
         _borrowed_from_other(state, states, i)
         _errands_for_others(state)
+        _accepted_offers(state)
         for mention in list(state.mentions):
             if mention.category != MemoryCategory.MEDICATION or not mention.unresolved:
                 continue

@@ -16,6 +16,7 @@ from .state import Mention, SentenceScope
 _PROC_NOUN = cue_pattern("proc_noun")
 _VACCINE_NAMES = cue_text("vaccine_names")
 _VACCINE_LIST = cue_pattern("vaccine_list")
+_VACCINE_AFTER_NOUN = cue_pattern("vaccine_after_noun")  # "a jab against shingles", "that vaccine, the pneumococcal"
 _VACCINE_CANON = vaccine_names_by_disease()  # "shingles" -> "zoster vaccine" (terminology/data/immunizations.json)
 _REMOVAL = cue_pattern("removal")
 # "had my IUD taken out", "got the stitches removed", "getting a port put in": object before the verb.
@@ -95,9 +96,10 @@ def _s_procedure_noun(s: SentenceScope) -> None:
 
 
 def _s_vaccine_list(s: SentenceScope) -> None:
-    """Vaccines listed by disease ("flu and covid shots"), one memory each."""
+    """Vaccines named by disease, listed before the shot noun ("flu and covid shots") or after it ("a jab against shingles"),
+    one memory each."""
     state, sent, words, triggers, people, out = s.state, s.sent, s.words, s.triggers, s.people, s.out
-    for m in _VACCINE_LIST.finditer(sent.low):
+    for m in [*_VACCINE_LIST.finditer(sent.low), *_VACCINE_AFTER_NOUN.finditer(sent.low)]:
         for part in re.findall(_VACCINE_NAMES, m.group(1)):
             name = _VACCINE_CANON.get(part.split()[0], part) if part else part
             if any(x.category == MemoryCategory.IMMUNIZATION and x.name == name for x in out):
@@ -111,7 +113,9 @@ def _s_vaccine_list(s: SentenceScope) -> None:
             if where:
                 mention.attributes["where"] = where.group(1).strip()
             mention.event_time = _event_time(state, sent)
-            out[:] = [x for x in out if not ((x.category == MemoryCategory.CONDITION and x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
+            named = sent.start + m.start(1)  # the disease word itself names the vaccine, not an illness
+            out[:] = [x for x in out if not ((x.category == MemoryCategory.CONDITION and (x.name in ("influenza", "covid-19", "herpes zoster", "pneumonia")
+                                                                                   or x.start == named)
                                            or x.category == MemoryCategory.IMMUNIZATION and x.name == "vaccine")
                                           and x.start >= sent.start + m.start() and x.end <= sent.start + m.end())]
             out.append(mention)

@@ -21,6 +21,8 @@ from .state import CLINICAL, Mention, TurnState, _patient_neighbours
 _OTHERS_SUPPLY = cue_pattern("others_supply")
 _ERRAND_FOR_OTHER = cue_pattern("errand_for_other")  # "collecting Grandpa's order" (medication_frames.json)
 _OWN_INTAKE = cue_pattern("own_intake")
+_OFFER_REPORTED = cue_pattern("offer_reported")  # "the nurse asked whether we would like a booster" (extractor.json)
+_OFFER_ACCEPTED = cue_pattern("offer_accepted")  # "I told her yes"
 _FIRST_PERSON_INTAKE = cue_pattern("first_person_intake")
 _POSSESSIVE_SUPPLY = cue_pattern("possessive_supply")  # "I take his" (medication_frames.json)
 
@@ -459,4 +461,20 @@ def _errands_for_others(state: TurnState) -> None:
                 if mention.attributes.get("source") == "someone_else":
                     mention.attributes.pop("source")  # not borrowed: collected for its owner
                 mention.attributes["owner"] = owner
+
+
+def _accepted_offers(state: TurnState) -> None:
+    """"The nurse asked whether I would like a tetanus booster. I told her yes.": a vaccine offered in a reported question and accepted
+    in the same or the next sentence was given; the question's 'if' made it read as hypothetical (Davidson 1984)."""
+    for k, sent in enumerate(state.sentences):
+        offer = _OFFER_REPORTED.search(sent.low)
+        if offer is None:
+            continue
+        said = sent.low[offer.end():] + " " + (state.sentences[k + 1].low if k + 1 < len(state.sentences) else "")
+        if not _OFFER_ACCEPTED.search(said):
+            continue
+        for mention in state.mentions:
+            if mention.sentence is sent and mention.category == MemoryCategory.IMMUNIZATION \
+                    and mention.assertion == Assertion.HYPOTHETICAL and mention.subject == Subject.PATIENT:
+                mention.assertion = Assertion.AFFIRMED
 
