@@ -218,8 +218,12 @@ def _through_cited(record: ClinicalRecord, cited: Sequence[Citation], kb: Knowle
             if key not in {(c.resource_type, c.id) for c in cited} and idx is not None}
 
 
+Links = dict[tuple[str, str], tuple[ClinicalEntry, dict[str, float]]]
+
+
 def candidate_features(text: str, category: str, record: ClinicalRecord, kb: Knowledge | None = None, *,
-                       session_text: str = "", cited: Sequence[Citation] = ()) -> list[tuple[ClinicalEntry, dict[str, float]]]:
+                       session_text: str = "", cited: Sequence[Citation] = (),
+                       session_links: Links | None = None) -> list[tuple[ClinicalEntry, dict[str, float]]]:
     """Candidates with named features: links from the statement itself, links only the rest of the session's words make ("s:"),
     through what the finding already cites ("c:"), and every current care plan (the plan a reviewer checks a change against)."""
     kb = kb or load_knowledge()
@@ -227,11 +231,12 @@ def candidate_features(text: str, category: str, record: ClinicalRecord, kb: Kno
     entries: dict[tuple[str, str], ClinicalEntry] = {}
     for key, (e, f) in linked_entries(text, record, kb).items():
         entries[key], feats[key] = e, dict(f)
-    if session_text:
-        for key, (e, f) in linked_entries(session_text, record, kb).items():
-            entries[key] = e
-            own = feats.setdefault(key, {})
-            own.update({f"s:{k}": v for k, v in f.items() if k not in own})  # what only the rest of the session says
+    if session_links is None and session_text:
+        session_links = linked_entries(session_text, record, kb)
+    for key, (e, f) in (session_links or {}).items():
+        entries[key] = e
+        own = feats.setdefault(key, {})
+        own.update({f"s:{k}": v for k, v in f.items() if k not in own})  # what only the rest of the session says
     for key, f in _through_cited(record, cited, kb).items():
         entry = record.get(*key)
         if entry is not None:
@@ -312,16 +317,17 @@ class CitationRanker:
         return sum(w for w, _ in parts), tuple(k for w, k in parts[:3] if w > 0)
 
     def rank(self, text: str, category: str, record: ClinicalRecord, *, session_text: str = "",
-             cited: Sequence[Citation] = ()) -> list[Ranked]:
-        ranked = [Ranked(e, *self.score(f)) for e, f in candidate_features(text, category, record, session_text=session_text, cited=cited)]
+             cited: Sequence[Citation] = (), session_links: Links | None = None) -> list[Ranked]:
+        ranked = [Ranked(e, *self.score(f)) for e, f in candidate_features(text, category, record, session_text=session_text,
+                                                                           cited=cited, session_links=session_links)]
         return sorted(ranked, key=lambda r: (-r.score, r.entry.resource_type, r.entry.id))
 
     def extra(self, text: str, category: str, record: ClinicalRecord, cited: Sequence[Citation], *, session_text: str = "",
-              limit: int = MAX_ADDED, threshold: float | None = None) -> list[Ranked]:
+              limit: int = MAX_ADDED, threshold: float | None = None, session_links: Links | None = None) -> list[Ranked]:
         """The best-ranked entries over the threshold that the finding does not cite yet (by id or by code), at most `limit`."""
         have = {(c.resource_type, c.id) for c in cited} | {(c.resource_type, c.system, c.code) for c in cited if c.code}
         out: list[Ranked] = []
-        for r in self.rank(text, category, record, session_text=session_text, cited=cited):
+        for r in self.rank(text, category, record, session_text=session_text, cited=cited, session_links=session_links):
             if len(out) >= limit or r.score < (self.threshold if threshold is None else threshold):
                 break
             coding = r.entry.primary_coding
@@ -338,6 +344,7 @@ def add_citations(ranker: CitationRanker, memories: Sequence[MemoryDraft], draft
     """After the judge: each discrepancy in scope (see SCOPE) gets the ranker's best entries after its own citations,
     with a note saying why each was added. The rest of the session's words count too (a turn answers what came before)."""
     session_text = " ".join(dict.fromkeys(m.quote for m in memories if m.quote and m.subject == Subject.PATIENT))
+    session_links: Links | None = None  # the session's words are linked once, for every finding of the session
     for m, d in zip(memories, drafts):
         if d.kind not in DISCREPANCY_KINDS:
             continue
@@ -348,7 +355,10 @@ def add_citations(ranker: CitationRanker, memories: Sequence[MemoryDraft], draft
             limit, threshold = min(room, 1), strong  # a rules finding that cites: only the one entry the model is sure of
         else:
             continue
-        for r in ranker.extra(m.quote, m.category, record, d.citations, session_text=session_text, limit=limit, threshold=threshold):
+        if session_links is None:
+            session_links = linked_entries(session_text, record, load_knowledge()) if session_text else {}
+        for r in ranker.extra(m.quote, m.category, record, d.citations, session_text=session_text, limit=limit, threshold=threshold,
+                              session_links=session_links):
             coding = r.entry.primary_coding
             d.citations.append(Citation(r.entry.resource_type, r.entry.id, coding.system if coding else "", coding.code if coding else "",
                                         r.entry.display))
