@@ -1,10 +1,4 @@
-"""Training the citation ranker (reconciliation/engines/citing.py) on labelled scenarios, out of fold by author.
-
-One case per memory of the patient's own on a scenario's turns: the entries its finding already cites (the rules',
-after the citation gate) and the candidates the ranker proposes, each labelled by whether the scenario's reviewers
-listed it (by id, or by type, system and code as the scores match). The learned ranker ships only where it informs more
-scenarios than the hand weights out of fold (whole authors held out), at no lower precision of the added citations.
-"""
+"""Training the citation ranker (reconciliation/engines/citing.py) on labelled scenarios, out of fold by author."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -127,7 +121,13 @@ def train_cite(patients: Sequence[Any], extractor: Any, reconciler: Any, fold_ma
 
 def select_cite(cases: Sequence[CiteCase], fold_map: dict[str, int], folds: int) -> tuple[LinearModel | None, dict[str, Any]]:
     """Every C and threshold out of fold by author; the setting informing the most scenarios whose added citations are
-    right at least PRECISION_FLOOR of the time (and no less often than the hand weights')."""
+    right at least PRECISION_FLOOR of the time (and no less often than the hand weights').
+
+    One case per memory of the patient's own on a scenario's turns: the entries its finding already cites (the rules',
+    after the citation gate) and the candidates the ranker proposes, each labelled by whether the scenario's reviewers
+    listed it (by id, or by type, system and code as the scores match). The learned ranker ships only where it informs more
+    scenarios than the hand weights out of fold (whole authors held out), at no lower precision of the added citations.
+    """
     hand = CitationRanker(None)
     hand_scores = [[hand.score(f)[0] for f, _ in c.candidates] for c in cases]
     report: dict[str, Any] = {"cases": len(cases), "candidates": sum(len(c.candidates) for c in cases),

@@ -1,14 +1,4 @@
-"""The citation ranker: which record entries a reviewer must open for a finding, ranked from its words (pure).
-
-A finding the judge raises without a rules discrepancy (or one whose rule cited only the entry it is about) still needs
-the record entries a nurse checks before acting: the drug the patient named and the drug it interacts with, the
-condition a symptom or a reading belongs to, the observation history of a measurement, the care plan that governs it.
-Each candidate entry gets named features linking the statement to it through the shared terminology (drug names and
-classes, condition concepts, measures, allergens, vaccines, procedures, body sites) and the sourced tables (drug
-interactions, indications, red flags, measurement conditions, care plans addressing a condition); a score ranks them.
-The score is a small logistic model over those features (learned/cite.json, evaluation/training_cite.py) when it is
-shipped, else the hand weights below. Entered-in-error entries are never candidates.
-"""
+"""The citation ranker: which record entries a reviewer must open for a finding, ranked from its words (pure)."""
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +11,7 @@ from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalEntry, ClinicalRecord, State
 from reconcile_app.reconciliation.knowledge import Knowledge, RedFlag, has_phrase, load_knowledge, norm
 from reconcile_app.reconciliation.matching import (
-    RecordIndex, allergens_in_text, careplan_text, concepts_in_text, content_words, drugs_in_text, procedures_in_text,
+    RecordIndex, allergens_in_text, concepts_in_text, content_words, drugs_in_text, procedures_in_text,
     sites_in_text, stems, vaccines_in_text,
 )
 from reconcile_app.narrative.types import MemoryDraft, Subject
@@ -289,7 +279,17 @@ class Ranked:
 
 @dataclass
 class CitationRanker:
-    """Scores candidates with the learned model when shipped (learned/cite.json), else the hand weights."""
+    """Scores candidates with the learned model when shipped (learned/cite.json), else the hand weights.
+
+    A finding the judge raises without a rules discrepancy (or a rules discrepancy that cites nothing) still needs
+    the record entries a nurse checks before acting: the drug the patient named and the drug it interacts with, the
+    condition a symptom or a reading belongs to, the observation history of a measurement, the care plan that governs it.
+    Each candidate entry gets named features linking the statement to it through the shared terminology (drug names and
+    classes, condition concepts, measures, allergens, vaccines, procedures, body sites) and the sourced tables (drug
+    interactions, indications, red flags, measurement conditions, care plans addressing a condition); a score ranks them.
+    The score is a small logistic model over those features (learned/cite.json, evaluation/training_cite.py) when it is
+    shipped, else HAND_WEIGHTS. Entered-in-error entries are never candidates.
+    """
 
     model: LinearModel | None = None
 
