@@ -295,6 +295,37 @@ CLINICAL_ROUND9 = [
 
 ROUND9_AUTHORS = {"ivo": 6, "jae": 6, "kai": 6, "liv": 6}
 
+# Round 10 (the validation split's third part, 2026-12-01 second session, written after every engine change of the
+# session was made): twenty-four more pictures, four authors writing six each; packed into corpus/val, never read.
+CLINICAL_ROUND10 = [
+ ("cardiology", "70", "m", "atrial fibrillation after an ablation on flecainide and apixaban, hypertension on valsartan, a sleep apnea diagnosis he is not sure about"),
+ ("cardiology", "46", "f", "spontaneous coronary artery dissection last year on aspirin and metoprolol, migraine, on a copper IUD, exercise limits in the plan"),
+ ("cardiology", "81", "m", "heart failure on bumetanide and metolazone as needed by weight, CKD stage 3b, gout, a low-salt diet, lives with his daughter"),
+ ("nephrology", "55", "f", "IgA nephropathy on budesonide and losartan, hypertension, a low-protein diet, stopped her NSAIDs for good"),
+ ("transplant", "64", "m", "kidney and pancreas transplant on tacrolimus, sirolimus and prednisone, hypertension, a past CMV infection, no grapefruit in the plan"),
+ ("oncology", "58", "m", "head and neck cancer after radiation with a feeding tube for some meals, hypothyroidism after radiation, morphine for mouth pain, dry mouth"),
+ ("oncology", "49", "f", "ovarian cancer on olaparib maintenance, anemia, a past blood clot on enoxaparin injections, menopause after surgery"),
+ ("HIV", "27", "m", "HIV diagnosed last year on long-acting cabotegravir/rilpivirine injections every two months, depression, uses PrEP-informed dating apps, asthma"),
+ ("pregnancy", "40", "f", "pregnant at 24 weeks with chronic hypertension on labetalol, low-dose aspirin, type 2 diabetes on insulin, a prior cesarean"),
+ ("psychiatry", "37", "f", "bipolar I disorder on valproate and quetiapine, polycystic ovaries, on a combined pill, weight gain, lives with a partner who drinks"),
+ ("psychiatry", "19", "m", "first-episode psychosis on aripiprazole, cannabis use, ADHD history, university student away from home; his mother types some replies"),
+ ("neurology", "73", "f", "normal pressure hydrocephalus with a shunt, urinary urgency on solifenacin, a walker, hypertension, falls"),
+ ("neurology", "41", "m", "cluster headaches on verapamil (ECG monitored) and oxygen for attacks, smoker, shift work, sumatriptan injections"),
+ ("GI", "62", "f", "diverticulitis twice last year, irritable bowel on dicyclomine, osteoarthritis on celecoxib, a colonoscopy due"),
+ ("liver", "50", "m", "autoimmune hepatitis on azathioprine and budesonide, type 2 diabetes, a past alcohol problem in remission, varices screening due"),
+ ("rheumatology", "60", "f", "polymyalgia rheumatica on a slow prednisone taper, osteoporosis prevention on alendronate and calcium, glaucoma, diabetes"),
+ ("rheumatology", "52", "m", "vasculitis (granulomatosis with polyangiitis) on rituximab infusions and trimethoprim-sulfamethoxazole prophylaxis, CKD stage 3, hearing loss"),
+ ("endocrinology", "35", "f", "prolactinoma on cabergoline, hypothyroidism, trying to conceive, a history of an eating disorder"),
+ ("endocrinology", "68", "m", "type 2 diabetes on pioglitazone, empagliflozin and metformin, heart failure with mild symptoms, neuropathy with foot care rules in the plan"),
+ ("lung", "44", "f", "alpha-1 antitrypsin deficiency on weekly augmentation infusions, emphysema on inhalers, a past smoker, liver checks"),
+ ("lung", "78", "m", "obstructive sleep apnea on CPAP, obesity hypoventilation, heart failure, atrial fibrillation on warfarin, uses sleeping pills"),
+ ("geriatrics", "92", "f", "frail with chronic kidney disease, atrial fibrillation on low-dose edoxaban, macular degeneration, hearing aids, a deprescribing plan; her grandson types"),
+ ("infectious disease", "57", "m", "prosthetic knee infection on long-term doxycycline suppression, diabetes, warfarin for a past clot, sun sensitivity warnings in the plan"),
+ ("hematology", "69", "f", "myelodysplastic syndrome on transfusions and an iron chelator, diabetes, a fall risk, fever rules in the plan"),
+]
+
+ROUND10_AUTHORS = {"mia": 6, "ned": 6, "ora": 6, "pax": 6}
+
 
 def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
     """One patient's section of an author's brief file (the same layout in every round)."""
@@ -369,5 +400,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND7, authors=ROUND7_AUTHORS, seed=20261206)
     write_round(out, clinical_list=CLINICAL_ROUND8, authors=ROUND8_AUTHORS, seed=20261207)
     write_round(out, clinical_list=CLINICAL_ROUND9, authors=ROUND9_AUTHORS, seed=20261208)
+    write_round(out, clinical_list=CLINICAL_ROUND10, authors=ROUND10_AUTHORS, seed=20261209)
 
 main()
