@@ -140,7 +140,7 @@ def damerau1(a: str, b: str) -> bool:
 
 # Everyday words one edit away from a brand ("program" / Prograf): never a misspelt drug.
 NOT_MISSPELT = frozenset("program programs programme general regular natural pattern contrast lottery"
-                         " battery restless".split())
+                         " battery restless separate".split())
 _ENGLISH_SUFFIX = re.compile(r"(ing|ings|ed|ly|tion|tions|ness|ment|ments|able|ible|ful|ous|ers|est|ship|less|ward|wards|ity)$")
 
 

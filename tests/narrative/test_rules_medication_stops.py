@@ -57,6 +57,9 @@ def test_a_plain_stop_or_a_denied_intake_is_still_a_stop(extractor, text: str) -
     "Honestly I fired the losartan, my feet swelled.",
     "We gave him the weekend off the losartan to see what happens.",
     "I said goodbye to the losartan at Easter.",
+    "The losartan and I went our separate ways around Thanksgiving.",
+    "Parted ways with the losartan after the dizzy spells.",
+    "I put the losartan aside while my ankles were swollen.",
 ])
 def test_a_stop_said_with_an_idiom_is_a_stop(extractor, text: str) -> None:
     found = meds(extractor.extract_session(session("How are the medicines going?", text)))
@@ -66,7 +69,14 @@ def test_a_stop_said_with_an_idiom_is_a_stop(extractor, text: str) -> None:
 @pytest.mark.parametrize("text", [
     "I took the day off work and took my losartan like always.",
     "We broke up the drive with a picnic; losartan with lunch as usual.",
+    "I set some money aside for the losartan copay and keep taking it.",
+    "We separate the losartan from the vitamins in the pill box.",
 ])
 def test_a_day_off_or_a_trip_is_not_a_stop(extractor, text: str) -> None:
     found = meds(extractor.extract_session(session("How are the medicines going?", text)))
     assert found and found[0].attributes["action"] != "stopped"
+
+
+def test_a_lay_name_for_a_rate_control_pill_is_a_beta_blocker(extractor) -> None:
+    found = meds(extractor.extract_session(session("How are the medicines going?", "I fired the heart-rate pill last week.")))
+    assert found and found[0].attributes["drug_class"] == "beta blocker" and found[0].attributes["action"] == "stopped"
