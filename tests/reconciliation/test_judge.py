@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from reconcile_app.core.linear import LinearModel
 from reconcile_app.fhir.clinical import build_clinical_record
 from reconcile_app.narrative.types import MemoryDraft
-from reconcile_app.reconciliation.engines.judge import Judge, finding_dense, pick, turn_dense
+from reconcile_app.reconciliation.engines.judge import Judge, finding_dense, pick, spoken_year, turn_dense
 from reconcile_app.reconciliation.types import Citation, FindingDraft
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -43,6 +43,48 @@ def test_the_judge_never_quiets_what_the_tables_call_safety_critical() -> None:
     assert quiet.kind == "no_clinical_relevance" and quiet.rule == "judge-quiet:med-undocumented"
 
 
+def _flag(quote: str, **fields: object) -> tuple[MemoryDraft, FindingDraft]:
+    memory = _memory(category="symptom")
+    memory.quote = quote
+    for key, value in fields.items():
+        setattr(memory, key, value)
+    return memory, FindingDraft(kind="gap", severity="high", safety_critical=True, rule="redflag-syncope")
+
+
+def test_the_floor_holds_for_a_caregivers_report_of_the_patient_today() -> None:
+    memory, draft = _flag("She blacked out in the kitchen this morning, I caught her.", speaker="daughter")
+    [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+    assert out.kind == "gap" and "safety floor" in out.gate_notes[-1]
+
+
+def test_the_floor_leaves_a_retold_past_year_to_the_judge() -> None:
+    # trap twins: the same sign placed in a past year, clipped or spelled out, is history the record may hold
+    for quote in ("I blacked out on the stairs back in '19, that is how they found it.",
+                  "In March twenty twenty-one I blacked out at work."):
+        memory, draft = _flag(quote)
+        [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+        assert out.kind == "no_clinical_relevance" and out.rule == "judge-quiet:redflag-syncope", quote
+
+
+def test_the_floor_holds_for_a_state_since_a_past_year_and_a_year_ago_at_most() -> None:
+    for quote in ("I have blacked out twice since 2019 and again this week.", "I blacked out at work in 2025."):
+        memory, draft = _flag(quote)
+        [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+        assert out.kind == "gap" and "safety floor" in out.gate_notes[-1], quote
+
+
+def test_the_floor_leaves_negated_and_other_peoples_statements_to_the_judge() -> None:
+    for fields in ({"assertion": "negated"}, {"subject": "other"}, {"assertion": "historical"}):
+        memory, draft = _flag("I blacked out this morning.", **fields)
+        [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+        assert out.kind == "no_clinical_relevance", fields
+
+
+def test_spoken_years() -> None:
+    assert [spoken_year(t, 2026) for t in ("2018", "'18", "\u201918", "'30", "twenty twenty-three", "two thousand and nine",
+                                            "twenty oh five", "twenty nineteen")] == [2018, 2018, 2018, 1930, 2023, 2009, 2005, 2019]
+
+
 def test_a_flagged_turn_raises_exactly_its_most_serious_discrepancy() -> None:
     low = FindingDraft(kind="gap", severity="low", rule="med-undocumented")
     high = FindingDraft(kind="contradiction", severity="high", safety_critical=True, rule="med-stopped-active")
@@ -52,10 +94,18 @@ def test_a_flagged_turn_raises_exactly_its_most_serious_discrepancy() -> None:
 
 
 def test_a_flagged_turn_without_a_rules_discrepancy_raises_its_memory_as_a_contradiction_of_the_active_order() -> None:
-    draft = FindingDraft(kind="agreement", rule="med-active-agrees", citations=[Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")])
+    draft = FindingDraft(kind="no_clinical_relevance", rule="med-unnamed", citations=[Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")])
     [out] = _judge(5.0).apply([_memory()], [draft], RECORD)
     assert out.kind == "contradiction" and out.severity == "medium" and out.rule.startswith("judge-raise:")
     assert out.explanation.endswith(".") and "Omeprazole" in out.explanation
+
+
+def test_a_raised_statement_the_rules_found_agreeing_with_the_order_is_a_gap_not_a_contradiction() -> None:
+    # trap twin of the test above: the same cited active order, but the rules read the statement as agreeing with it
+    draft = FindingDraft(kind="agreement", rule="med-active-agrees", citations=[Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")])
+    [out] = _judge(5.0).apply([_memory()], [draft], RECORD)
+    assert (out.kind, out.rule) == ("gap", "judge-raise:med-active-agrees")
+    assert "not reflected" in out.explanation
 
 
 def test_nothing_cited_is_raised_as_a_gap_and_someone_elses_fact_never() -> None:
@@ -84,13 +134,18 @@ def test_turn_features_union_the_verdicts_and_carry_the_detector_score() -> None
     assert finding_dense(memory, draft, RECORD)["rule:med-stopped-active"] == 1.0
 
 
-def test_outcome_models_set_kind_and_the_safety_flag_with_a_note() -> None:
+def _outcomes() -> dict[str, LinearModel]:
     kind = LinearModel("k", "1", ["contradiction", "gap", "other"], {"contradiction": {"f:any_discrepancy": 5.0}},
                        {"contradiction": 0.0, "gap": 0.0, "other": 0.0})
     safety = LinearModel("s", "1", ["False", "True"], {"True": {"f:any_discrepancy": 5.0}}, {"True": 0.0}, threshold=0.8)
+    return {"kind": kind, "safety": safety}
+
+
+def test_outcome_models_set_kind_and_the_safety_flag_with_a_note() -> None:
     judge = _judge(5.0)
-    judge.outcomes = {"kind": kind, "safety": safety}
-    [out] = judge.apply([_memory()], [FindingDraft(kind="gap", severity="medium", rule="med-undocumented")], RECORD)
+    judge.outcomes = _outcomes()
+    cited = [Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")]
+    [out] = judge.apply([_memory()], [FindingDraft(kind="gap", severity="medium", rule="med-undocumented", citations=cited)], RECORD)
     assert out.kind == "contradiction" and out.safety_critical
     assert any("learned" in note for note in out.gate_notes)
 

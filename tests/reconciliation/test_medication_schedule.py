@@ -38,6 +38,18 @@ def test_stated_doses_a_week(said: str, per_week: float | None) -> None:
     assert stated_per_week(said) == per_week
 
 
+@pytest.mark.parametrize(("said", "per_week"), [
+    ("my son fills the pill organizer on sundays for the whole week", None),
+    ("i pick up the refills every week at the counter", None),
+    ("there is a support meeting across town on thursdays", None),
+    # trap twins: the same day said of the dose itself
+    ("my son fills the pill organizer and i take the big one on sundays", 1.0),
+    ("i take it on thursdays after lunch", 1.0),
+])
+def test_a_frequency_belongs_to_the_nearest_event_before_it(said: str, per_week: float | None) -> None:
+    assert stated_per_week(said) == per_week
+
+
 def test_an_as_needed_order_has_no_schedule_to_fall_short_of(meds: ClinicalRecord) -> None:
     assert schedule_conflict(entry(meds, "m-acetaminophen"), "maybe two days a week when the knee acts up") is None
 

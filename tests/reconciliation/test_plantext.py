@@ -175,3 +175,29 @@ def test_a_negated_lifestyle_memory_about_a_device_still_reads_as_disuse(plan_re
     finding = judge(plan_record, "care_activity", "The CPAP? I don't use it anymore, it hurts my face.", attributes={"name": "cpap"},
                     assertion=Assertion.NEGATED)
     assert finding.kind == "contradiction"
+
+
+def _plan(description: str) -> ClinicalRecord:
+    from reconcile_app.fhir.clinical import build_clinical_record
+
+    return build_clinical_record([
+        {"resourceType": "Patient", "id": "pt"},
+        {"resourceType": "CarePlan", "id": "cp", "status": "active", "intent": "plan", "title": "Home safety plan",
+         "subject": {"reference": "Patient/pt"}, "period": {"start": "2025-06-01"},
+         "activity": [{"detail": {"status": "in-progress", "description": description}}]},
+    ])
+
+
+def test_a_device_listed_before_the_clauses_prohibition_is_asked_for_not_forbidden() -> None:
+    # NegEx forward scope: "no" forbids the rugs after it, not the walker listed before it
+    items = items_of(_plan("Fall safety: use the walker at all times, night lights on, no loose rugs, grab bars in the tub."))
+    assert items[("cp", "walker")].mode == "use"
+    finding = ENGINE.reconcile([memory("care_activity", "I take my walker everywhere, even out to the garden.")], _plan(
+        "Fall safety: use the walker at all times, night lights on, no loose rugs, grab bars in the tub."))[0]
+    assert finding.kind not in ("contradiction", "gap") or not finding.rule.startswith("careplan-forbidden")
+
+
+def test_a_prohibition_that_opens_a_list_still_forbids_every_item() -> None:
+    # trap twin: "No ladders, roof or gutter work" forbids the roof though a comma separates it from the "no"
+    items = items_of(_plan("No ladders, roof or gutter work while on the blood thinner."))
+    assert items[("cp", "heights")].mode == "avoid"

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reconcile_app.core.cues import cues_load
 from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
@@ -38,6 +40,14 @@ _RECORD_TYPE_OF = {
     "condition": ("Condition",), "symptom": ("Condition",), "procedure": ("Procedure",), "immunization": ("Immunization",),
     "measurement": ("Observation",), "care_activity": ("CarePlan",),
 }
+
+
+# data/cues/judge_floor.json: an event placed in a past year ("back in '18", "in January twenty twenty-three")
+_FLOOR_CUES = cues_load([Path(__file__).resolve().parents[1] / "data" / "cues" / "judge_floor.json"])
+RETOLD_YEAR = re.compile(_FLOOR_CUES["retold_year"]["pattern"], re.IGNORECASE)
+_YEAR_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen".split())}
 
 
 def rule_family(rule: str) -> str:
@@ -99,6 +109,43 @@ def turn_dense(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], 
                 dense["any_safety"] = 1.0
     dense[f"memories:{min(len(memories), 4)}"] = 1.0
     return dense
+
+
+def spoken_year(text: str, mention_year: int) -> int | None:
+    """A year as said: "2018", "'18" (the most recent such year not after the mention), "twenty eighteen",
+    "two thousand and nine", "twenty oh five"."""
+    text = text.strip().lower().replace("\u2019", "'")
+    if text.isdigit():
+        return int(text)
+    if text.startswith("'"):
+        year = 2000 + int(text[1:])
+        return year if year <= mention_year else year - 100
+    words = [w for w in re.split(r"[\s-]+", text) if w not in ("and", "oh")]
+    if words[:2] == ["two", "thousand"]:
+        words = words[2:]
+    elif words[:1] == ["twenty"]:
+        words = words[1:]
+    else:
+        return None
+    if words[:1] == ["twenty"]:
+        return 2020 + sum(_YEAR_WORDS.get(w, 0) for w in words[1:])
+    return 2000 + sum(_YEAR_WORDS.get(w, 0) for w in words)
+
+
+def retold_past(memory: MemoryDraft) -> bool:
+    """The memory retells an event of a past year (every year its quote places an event in is before last year):
+    history the record may well hold, not news of today (ConText historical temporality)."""
+    when = memory.mention_time.year
+    years = [spoken_year(hit.group("year"), when) for hit in RETOLD_YEAR.finditer(memory.quote)]
+    known = [y for y in years if y is not None]
+    return bool(known) and max(known) < when - 1
+
+
+def affirmed_now(memory: MemoryDraft) -> bool:
+    """What the safety floor holds: the memory is the patient's (a caregiver telling of the patient is the patient's
+    fact: the extractor's subject says whose it is, not who speaks), affirmed, and not a retold past year.
+    Someone else's, negated, hypothetical, historical or long-past statements reach the nurse only through the judge."""
+    return memory.subject == Subject.PATIENT and memory.assertion == Assertion.AFFIRMED and not retold_past(memory)
 
 
 def promotable(memory: MemoryDraft) -> bool:
@@ -179,9 +226,10 @@ class Judge:
                     d.gate_notes.append(f"{note}: raised for review")
                 self.characterise(d, dense or {}, raised=raised)
                 continue
-            if d.kind in DISCREPANCY_KINDS and d.safety_critical:
+            if d.kind in DISCREPANCY_KINDS and d.safety_critical and affirmed_now(m):
                 # The safety floor, as in the hybrid engine: a statistical filter may quiet noise, never a
-                # discrepancy the sourced tables call safety-critical (a red flag, a dangerous interaction).
+                # discrepancy the sourced tables call safety-critical (a red flag, a dangerous interaction) that the
+                # patient affirms now; a retold history or another person's fact is the filter's to weigh.
                 d.gate_notes.append(f"{note}: kept (safety floor: the tables flag it safety-critical)"[:200])
                 self.characterise(d, dense or {}, raised=False)
                 continue
@@ -231,6 +279,11 @@ def _raise(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> 
 
 
 def _kind(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> str:
+    """A raised turn contradicts the record only where it cites a current entry of its own kind that the rules did not
+    find it agreeing with: a statement that agrees with an entry ("took my pressure pill as usual") or adds a detail
+    to it is news beside the record (a gap), not a conflict with it."""
+    if draft.kind == FindingKind.AGREEMENT:
+        return FindingKind.GAP
     own = _RECORD_TYPE_OF.get(memory.category, ())
     for c in draft.citations:
         entry = record.get(c.resource_type, c.id)

@@ -11,7 +11,12 @@ from typing import Any
 from reconcile_app.fhir.clinical import ClinicalEntry
 from reconcile_app.reconciliation.knowledge import regex_text
 
+from .cues import pattern as cue_pattern_of
 from .verdict import _as_needed
+
+# data/cues/med_frequency.json: "I do the pillbox on Sundays" is the pillbox's rhythm, not the doses'
+CHORE_EVENT = cue_pattern_of("chore_event")
+INTAKE_EVENT = cue_pattern_of("intake_event")
 
 DOSING_PATH = Path(__file__).resolve().parents[2] / "data" / "dosing.json"
 
@@ -83,7 +88,7 @@ def _dosage_text(entry: ClinicalEntry) -> str:
 def stated_per_week(text: str) -> float | None:
     """Doses a week in the patient's words ("3 or 4 days a week" is 3.5), or None when not said."""
     for rx, value in _table()["stated_frequency"]:
-        hit = rx.search(text)
+        hit = next((h for h in rx.finditer(text) if not _of_a_chore(text, h.start())), None)
         if hit is None:
             continue
         if value != "n":
@@ -92,6 +97,17 @@ def stated_per_week(text: str) -> float | None:
         high = _count(hit.group("m")) if hit.group("m") else low
         return (low + high) / 2
     return None
+
+
+def _of_a_chore(text: str, at: int) -> bool:
+    """The nearest event before a frequency (within its last three words) is an errand or gathering, not a dose: the
+    frequency attaches to it (late closure), as in "do the pillbox on sundays" or "a meeting in town on thursdays";
+    "the pill box the alendronate goes in every morning" names the drug's own event nearer."""
+    window = " ".join(text[:at].split()[-3:])
+    chores = [h.end() for h in CHORE_EVENT.finditer(window)]
+    if not chores:
+        return False
+    return not any(h.start() >= max(chores) for h in INTAKE_EVENT.finditer(window))
 
 
 def _count(word: str) -> float:

@@ -204,6 +204,9 @@ def _clause_items(entry: ClinicalEntry, clause: str, concepts: dict[str, Concept
         if named and not by_amount and all(_QUALIFIED.search(normed.split(f" {t} ", 1)[1][:40]) for t in named):
             continue  # "no flights after 32 weeks": a restriction that holds only under a condition we cannot check
         item_mode = concept.plan_mode or (mode if mode else ("use" if concept.kind == "device" else ""))
+        if item_mode == "avoid" and not concept.plan_mode and named and all(_listed_before_prohibition(clause, t, reading) for t in named):
+            # "walker at all times, night lights, no throw rugs": the "no" forbids the rugs, not the walker
+            item_mode = "use" if concept.kind == "device" else ""
         if not item_mode:
             continue
         if item_mode == "avoid" and named and all(_doubly_negated(low, t, reading) for t in named):
@@ -220,6 +223,16 @@ def _clause_items(entry: ClinicalEntry, clause: str, concepts: dict[str, Concept
             continue  # "limit alcohol" without an amount: only the table's excess rules apply
         out.append(PlanItem(entry, clause, item_mode, concept.id, limit, per))
     return out
+
+
+def _listed_before_prohibition(clause: str, term: str, reading: Reading) -> bool:
+    """The term is a list item before the item that carries the clause's first prohibition ("walker at all times,
+    night lights, no throw rugs"): a prohibition governs what follows it (NegEx forward scope, Chapman et al. 2001),
+    and a list item before it is an instruction of its own. "No ladders, roof or gutter work" forbids every item."""
+    items = [f" {regex_text(part)} " for part in re.split(r"[,;]", clause)]
+    prohibited = [i for i, item in enumerate(items) if any((f" {cue}" if not cue.startswith(" ") else cue) in item for cue in reading.avoid)]
+    named = [i for i, item in enumerate(items) if f" {term} " in f" {norm(item)} "]
+    return bool(prohibited) and bool(named) and max(named) < min(prohibited)
 
 
 def _doubly_negated(low: str, term: str, reading: Reading) -> bool:
