@@ -80,6 +80,14 @@ def test_the_floor_leaves_negated_and_other_peoples_statements_to_the_judge() ->
         assert out.kind == "no_clinical_relevance", fields
 
 
+def test_the_floor_leaves_a_medium_rated_safety_sign_to_the_judge() -> None:
+    # trap twin of the caregiver's report: the same sign rated medium (no same-day harm) is the filter's to weigh
+    memory, draft = _flag("She nearly tripped on the rug this morning, I caught her.", speaker="daughter")
+    draft.severity = "medium"
+    [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+    assert out.kind == "no_clinical_relevance" and out.rule == "judge-quiet:redflag-syncope"
+
+
 def test_spoken_years() -> None:
     assert [spoken_year(t, 2026) for t in ("2018", "'18", "\u201918", "'30", "twenty twenty-three", "two thousand and nine",
                                             "twenty oh five", "twenty nineteen")] == [2018, 2018, 2018, 1930, 2023, 2009, 2005, 2019]

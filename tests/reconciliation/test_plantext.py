@@ -201,3 +201,11 @@ def test_a_prohibition_that_opens_a_list_still_forbids_every_item() -> None:
     # trap twin: "No ladders, roof or gutter work" forbids the roof though a comma separates it from the "no"
     items = items_of(_plan("No ladders, roof or gutter work while on the blood thinner."))
     assert items[("cp", "heights")].mode == "avoid"
+
+
+def test_an_ellipsis_beside_a_sentence_that_uses_the_device_is_not_its_disuse() -> None:
+    _, reading = vocabulary()
+    names_cpap = lambda text: "cpap" in text  # noqa: E731
+    assert not disuse_in("No more dizzy spells at all. Since spring, not one night. I use the cpap every night now.", reading, names_cpap)
+    # trap twin: the same ellipsis with the device named and not said to be used is its disuse
+    assert disuse_in("The cpap mask pinches my nose. Since spring, not one night.", reading, names_cpap)

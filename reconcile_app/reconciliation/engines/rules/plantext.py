@@ -388,13 +388,25 @@ def disuse_in(text: str, reading: Reading, names_device) -> bool:
     if any(p.search(x) for x in sentences for p in reading.resumed):
         return False
     named_anywhere = any(names_device(x) for x in sentences)
+    # "I use the walker always" beside "since Christmas, not one time": an ellipsis takes the nearest antecedent
+    # (the falls), and a sentence that says the device is used outranks an object left out
+    used = any(names_device(x) and _in_use(x) for x in sentences)
     for sentence in sentences:
         words = set(re.findall(r"[a-z']+", sentence))
         if _said(sentence, reading.disuse, reading) and (names_device(sentence) or words & reading.disuse_objects):
             return True
-        if named_anywhere and _said(sentence, reading.disuse_elliptic, reading):
+        if named_anywhere and not used and _said(sentence, reading.disuse_elliptic, reading):
             return True
     return False
+
+
+_USE_SAID = re.compile(r"\b(?:i|we)\s+(?:\w+\s+){0,2}?(?:use|uses|using|wear|wearing|sleep with|take|bring|carry)\b")
+_NOT_BEFORE = re.compile(r"\b(?:don'?t|dont|do not|never|not|no longer|stopped|quit|barely|hardly)\b")
+
+
+def _in_use(sentence: str) -> bool:
+    """A first-person use verb in the sentence that no negation reaches: "i use the walker always"."""
+    return any(not _NOT_BEFORE.search(sentence[hit.start():hit.end()]) for hit in _USE_SAID.finditer(sentence))
 
 
 def _said(sentence: str, patterns: tuple[re.Pattern[str], ...], reading: Reading) -> bool:
