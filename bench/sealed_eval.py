@@ -3,6 +3,7 @@
     python bench/sealed_eval.py                       # once per engine minor version; appends to SCORES.jsonl
     python bench/sealed_eval.py --force "why again"   # a second score of the same minor version, with the reason kept
     python bench/sealed_eval.py --validation          # the validation split (corpus/val): aggregates only, any number of times
+    python bench/sealed_eval.py --fresh               # the fresh split (corpus/fresh): a second sealed test, once per version
 
 The sealed patients live in corpus/sealed/sealed.tar.gz and are never opened by whoever changes the engines:
 this script unpacks them into a private temporary folder, runs `manage.py replay` and `manage.py evaluate
@@ -33,6 +34,9 @@ SEALED = ROOT / "corpus" / "sealed"
 ARCHIVE = SEALED / "sealed.tar.gz"
 LOG = SEALED / "SCORES.jsonl"
 VALIDATION = ROOT / "corpus" / "val"
+# Written after every engine change of a session (briefs round 10): sealed like corpus/sealed (aggregates only, once
+# per engine minor version), a second held-out reading by authors the engines have never met.
+FRESH = ROOT / "corpus" / "fresh"
 KEYS = (
     "scenarios", "detection_rate", "resource_informed_detection", "safety_scenarios", "safety_recall", "safety_recall_strict",
     "severity_within_one", "severity_exact", "kind_accuracy", "resource_recall", "resource_precision", "plain_sessions",
@@ -103,9 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, default=LOG, help="where scores are logged")
     parser.add_argument("--validation", action="store_true",
                         help="score the validation split (corpus/val) instead: aggregates only, no once-per-version limit")
+    parser.add_argument("--fresh", action="store_true",
+                        help="score the fresh split (corpus/fresh) instead: aggregates only, once per engine minor version")
     args = parser.parse_args(argv)
     if args.validation:
         args.archive, args.log = VALIDATION / "val.tar.gz", VALIDATION / "SCORES.jsonl"
+    elif args.fresh:
+        args.archive, args.log = FRESH / "fresh.tar.gz", FRESH / "SCORES.jsonl"
     if not args.archive.exists():
         print(f"no sealed archive at {args.archive}", file=sys.stderr)
         return 2
@@ -128,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     with args.log.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
-    print(f"{'validation' if args.validation else 'sealed'} split: {versions['extractor']} + {versions['reconciler']} ({row['engine_setting']}), replay {elapsed:.0f}s")
+    split = "validation" if args.validation else "fresh" if args.fresh else "sealed"
+    print(f"{split} split: {versions['extractor']} + {versions['reconciler']} ({row['engine_setting']}), replay {elapsed:.0f}s")
     for k in KEYS:
         v = row["scores"].get(k)
         if v is not None:
