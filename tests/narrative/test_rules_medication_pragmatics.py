@@ -150,3 +150,45 @@ def test_an_offer_declined_or_a_plain_condition_stays_hypothetical(extractor, te
     # the rules' memories, before the learned turn detector adds its own turn-level statement
     shots = _shots(extractor.analyse_session(session("Anything new since we talked?", text))[0])
     assert shots and all(s.assertion != Assertion.AFFIRMED for s in shots)
+
+
+# --- a vaccine named by its disease with 'one' standing for a shot noun said before ------------------------------------
+
+@pytest.mark.parametrize(("question", "answer", "name"), [
+    ("Are your jabs up to date this season?", "Got the flu shot last week. The shingles one I keep putting off.",
+     "zoster vaccine"),
+    ("Which vaccines did the pharmacist suggest?", "pneumonia, and the covid one sometime in spring", "covid-19 vaccine"),
+])
+def test_a_disease_word_before_one_after_a_shot_noun_is_a_vaccine(extractor, question: str, answer: str,
+                                                                    name: str) -> None:
+    drafts = extractor.extract_session(session(question, answer))
+    assert name in [d.attributes["name"] for d in _shots(drafts)]
+    assert not [d for d in drafts if d.category == "condition" and d.attributes.get("name") in ("herpes zoster", "covid-19")]
+
+
+def test_a_disease_word_before_one_after_a_test_noun_stays_an_illness(extractor) -> None:
+    # trap twin: 'one' stands for the nearer test, so the disease word is the illness tested for, never a vaccine
+    drafts = extractor.extract_session(session("Did you get your shots at the clinic?",
+                                               "They swabbed me for two tests, and the covid one came back positive."))
+    assert not [d for d in _shots(drafts) if d.attributes["name"] == "covid-19 vaccine"]
+
+
+# --- a follow-on sentence about when "it" is taken belongs to the medicine named just before -------------------------
+
+def _quotes(drafts: list[MemoryDraft], drug: str) -> list[str]:
+    return [d.quote for d in meds(drafts) if drug in d.content.lower()]
+
+
+def test_a_follow_on_schedule_sentence_joins_the_medicines_quote(extractor) -> None:
+    drafts = extractor.extract_session(session("How are the pills going?",
+                                               "I am still on the levothyroxine. I swallow it at bedtime now, easier on my stomach."))
+    assert _quotes(drafts, "levothyroxine") and all("bedtime" in q for q in _quotes(drafts, "levothyroxine"))
+
+
+@pytest.mark.parametrize("answer", [
+    "I am still on the levothyroxine. My husband swallows his at bedtime now, easier on his stomach.",  # no pronoun for it
+    "I am still on the levothyroxine and the metoprolol. I swallow it at bedtime now, easier on my stomach.",  # which one?
+])
+def test_a_schedule_sentence_without_a_clear_antecedent_stays_apart(extractor, answer: str) -> None:
+    drafts = extractor.extract_session(session("How are the pills going?", answer))
+    assert _quotes(drafts, "levothyroxine") and not any("bedtime" in q for q in _quotes(drafts, "levothyroxine"))

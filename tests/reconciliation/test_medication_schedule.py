@@ -123,3 +123,34 @@ def test_a_drug_taken_with_another_keeps_the_schedule_about_the_first(engine, me
                attributes={"drug": "levothyroxine", "action": "taking"})
     finding = engine.reconcile_rules([m], meds)[0]
     assert finding.kind == "contradiction" and finding.rule.startswith("med-schedule")
+
+
+# ---- everyday frequency words and clock times (sentences written for these tests) -------------------------------------
+
+@pytest.mark.parametrize(("said", "per_week"), [
+    ("levothyroxine, honestly twice a week if that", 2.0), ("a couple times a week at most", 2.0),
+    ("once or twice a week lately", 1.5), ("a few times a week", 3.0), ("I do that shot every four weeks", 0.25),
+    ("every three weeks now", 0.3333),
+])
+def test_frequency_adverbs_and_long_intervals_are_doses_a_week(said: str, per_week: float) -> None:
+    assert stated_per_week(said) == per_week
+
+
+@pytest.mark.parametrize(("quote", "rule"), [
+    ("Levothyroxine is down to twice a week since the refill ran short.", "med-schedule-less"),
+    ("I moved the levothyroxine to 2 pm because mornings are chaos.", "med-schedule-timing"),
+    ("Levothyroxine goes in around 10:30 pm rather than first thing.", "med-schedule-timing"),
+])
+def test_everyday_frequency_and_clock_times_that_differ_from_the_order_contradict_it(engine, meds, quote: str,
+                                                                                     rule: str) -> None:
+    finding = judge(engine, meds, quote, "levothyroxine")
+    assert (finding.kind, finding.rule) == ("contradiction", rule)
+
+
+@pytest.mark.parametrize("quote", [
+    "Levothyroxine at 6:45 am, then I walk the dog twice a week around the lake.",  # twin: the walks' rhythm, a morning dose
+    "Tylenol a couple times a week when my back flares.",  # twin: an as-needed order has no schedule to fall short of
+])
+def test_a_clock_time_or_a_weekly_count_that_fits_the_order_agrees(engine, meds, quote: str) -> None:
+    drug = "acetaminophen" if quote.startswith("Tylenol") else "levothyroxine"
+    assert judge(engine, meds, quote, drug).kind == "agreement"

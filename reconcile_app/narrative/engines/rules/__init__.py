@@ -30,13 +30,13 @@ from ..delta import DeltaDetector, TurnHit
 from ..measurements import Measurement, find_measurements, open_question_context
 from .allergy import _allergy_inference, _record_allergy_exposures, _s_allergic_to
 from .assertion import ContextAssertions, Speakers, assertion_engine
-from .care import _s_had_done, _s_procedure_noun, _s_programs, _s_removal, _s_vaccine_list
+from .care import _s_had_done, _s_procedure_noun, _s_programs, _s_removal, _s_vaccine_list, _s_vaccine_one
 from .chains import _assign_ops
 from .condition import _s_body_site_pain, _s_diagnosis_named, _s_suicidal
 from .drafts import _draft, _link_record, _turn_hits
 from .linking import (
     _accepted_offers, _answer_about_coach_entity, _answer_fills_action, _borrowed_from_other, _burst_links, _continuations, _errands_for_others,
-    _reason_links, _resolve_medication,
+    _reason_links, _resolve_medication, _schedule_follow_ons,
 )
 from .measurement import _s_measurements
 from .medication import _s_generic_medications, _s_prescribed_unlisted
@@ -253,6 +253,7 @@ SENTENCE_RULES = (
     _s_suicidal,
     _s_procedure_noun,
     _s_vaccine_list,
+    _s_vaccine_one,
     _s_allergic_to,
     _s_removal,
     _s_measurements,
@@ -276,4 +277,5 @@ def _link_session(states: list[TurnState], record: ClinicalRecord | None, lex: L
         _reason_links(state, states, i, coach_before)
         _allergy_inference(state, states, i)
         _continuations(state, states, i, coach_before)
+        _schedule_follow_ons(state)
     _burst_links(states)

@@ -18,6 +18,8 @@ _VACCINE_NAMES = cue_text("vaccine_names")
 _VACCINE_LIST = cue_pattern("vaccine_list")
 _VACCINE_AFTER_NOUN = cue_pattern("vaccine_after_noun")  # "a jab against shingles", "that vaccine, the pneumococcal"
 _VACCINE_CANON = vaccine_names_by_disease()  # "shingles" -> "zoster vaccine" (terminology/data/immunizations.json)
+_VACCINE_ONE = cue_pattern("vaccine_one_anaphor")  # "the shingles one": 'one' stands for a shot noun said before
+_ONE_ANTECEDENT = cue_pattern("vaccine_one_antecedent")
 _REMOVAL = cue_pattern("removal")
 # "had my IUD taken out", "got the stitches removed", "getting a port put in": object before the verb.
 _HAD_X_DONE = cue_pattern("had_x_done")
@@ -119,6 +121,36 @@ def _s_vaccine_list(s: SentenceScope) -> None:
                                            or x.category == MemoryCategory.IMMUNIZATION and x.name == "vaccine")
                                           and x.start >= sent.start + m.start() and x.end <= sent.start + m.end())]
             out.append(mention)
+
+
+def _shot_antecedent(before: str) -> bool:
+    """The nearest countable noun a following 'one' can stand for is a shot noun (not a test, case or infection)."""
+    last = None
+    for last in _ONE_ANTECEDENT.finditer(before[-300:]):
+        pass
+    return last is not None and last.group("shot") is not None
+
+
+def _s_vaccine_one(s: SentenceScope) -> None:
+    """A vaccine named by its disease with 'one' for a shot noun said before ("the shingles one", after a question
+    about jabs): an immunization, and the disease word is no illness of the patient's."""
+    state, sent, out = s.state, s.sent, s.out
+    earlier = state.context_text[len(state.low) + 1 :]  # the turns before this one, oldest first
+    for m in _VACCINE_ONE.finditer(sent.low):
+        if not _shot_antecedent(earlier + " " + state.low[: sent.start + m.start()]):
+            continue
+        part = m.group(1)
+        name = _VACCINE_CANON.get(part.split()[0], part)
+        a, b = sent.start + m.start(), sent.start + m.end()
+        if any(x.category == MemoryCategory.IMMUNIZATION and x.name == name for x in out):
+            continue
+        tok = next((i for i, t in enumerate(sent.tokens) if t[1] >= m.start(1)), 0)
+        res = ctx.assess(s.words, tok, tok + 1, triggers=s.triggers, people=s.people)
+        mention = Mention(MemoryCategory.IMMUNIZATION, state.turn, sent, a, b, {"name": name, "term": m.group(0)},
+                          res.subject, res.relation, res.assertion, confidence=0.55, turn_ids=[state.turn.id], name=name)
+        mention.event_time = _event_time(state, sent)
+        out[:] = [x for x in out if not (x.category == MemoryCategory.CONDITION and x.start < b and a < x.end)]
+        out.append(mention)
 
 
 def _s_removal(s: SentenceScope) -> None:

@@ -43,7 +43,7 @@ def _draft(mention: Mention, state: TurnState, *, engine: str, engine_version: s
 def _quote_span(mention: Mention, text: str) -> tuple[int, int]:
     """The sentence holding the mention, trimmed; always a valid slice of the turn text."""
     start = max(0, min(mention.sentence.start, len(text)))
-    end = max(start, min(mention.sentence.end, len(text)))
+    end = max(start, min(max(mention.sentence.end, mention.quote_end), len(text)))
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():

@@ -365,6 +365,31 @@ def _reason_links(state: TurnState, states: list[TurnState], i: int, coach_befor
                 e.turn_ids.append(state.turn.id)
 
 
+_SCHEDULE_FOLLOW_ON = cue_pattern("schedule_follow_on")  # "I take it at night now" (extractor.json)
+_SCHEDULE_WORDS = cue_pattern("schedule_follow_on_time")
+
+
+def _schedule_follow_ons(state: TurnState) -> None:
+    """A sentence that says when or how often the patient takes "it", right after a medicine is named and naming
+    none itself, belongs to that medicine's statement: its quote runs on through it, so its schedule reaches the
+    comparison with the order (the pronoun takes the nearest medicine before it, at most two sentences back)."""
+    for k, sent in enumerate(state.sentences):
+        if not _SCHEDULE_FOLLOW_ON.search(sent.low) or not _SCHEDULE_WORDS.search(sent.low):
+            continue
+        own = {m.name for m in state.mentions if m.sentence is sent and m.category == MemoryCategory.MEDICATION}
+        earlier = [m for m in state.mentions if m.category == MemoryCategory.MEDICATION and not m.unresolved
+                   and m.sentence.end <= sent.start and m.sentence in state.sentences[max(0, k - 3) : k]]
+        if not earlier:
+            continue
+        last = max(earlier, key=lambda m: m.start)
+        named = [m for m in earlier if m.sentence is last.sentence]
+        if len({m.name for m in named}) != 1 or last.subject != Subject.PATIENT or last.assertion != Assertion.AFFIRMED \
+                or own - {last.name}:
+            continue  # two medicines named together, or another one here: the pronoun could be either
+        for m in named:
+            m.quote_end = max(m.quote_end, sent.end)
+
+
 _FOLLOW_UP_Q = cue_pattern("follow_up_q")
 _ANSWER = cue_pattern("answer")
 

@@ -44,6 +44,7 @@ class Mention:
     event_time: EventTime | None = None
     unresolved: bool = False  # a medication named only as "my pen" / "it"
     state: str = ""
+    quote_end: int = -1  # the quote runs on to here: a follow-on sentence about the same medicine ("I take it at night")
 
 
 @dataclass

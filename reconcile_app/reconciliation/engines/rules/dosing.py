@@ -56,7 +56,23 @@ def _table() -> dict[str, Any]:
     return compiled
 
 
+# a clock time said with am/pm ("at 2:30 pm", "9pm"): its hour says the part of the day, so "pm" alone is no evening
+_CLOCK = re.compile(r"\b(1[0-2]|0?[1-9])(?::[0-5]\d)?\s*([ap])\.?m\b\.?")
+
+
+def _clock_part(hour: int, half: str) -> str:
+    """The part of the day an hour falls in, by everyday usage (morning to noon, afternoon to five, evening to nine,
+    then night); the times table then reads these words as FHIR Timing.when periods."""
+    hour = hour % 12 + (12 if half == "p" else 0)
+    if 4 <= hour < 12:
+        return "morning"
+    if 12 <= hour < 17:
+        return "afternoon"
+    return "evening" if 17 <= hour < 21 else "night"
+
+
 def times_in(text: str) -> frozenset[str]:
+    text = _CLOCK.sub(lambda m: _clock_part(int(m.group(1)), m.group(2)), text)
     return frozenset(time for rx, time in _table()["times"] if rx.search(text))
 
 
