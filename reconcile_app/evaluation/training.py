@@ -251,6 +251,8 @@ class TurnCase:
     core_flag: bool = False  # a rules discrepancy on a memory of the rules' own (not the detector's fallback)
     fallback: bool = False  # the turn carries a fallback memory of the turn detector
     delta: float = 0.0  # the turn detector's (out-of-fold) score
+    floor: bool = False  # a rules discrepancy the tables call safety-critical: the judge keeps it at any score
+    core_floor: bool = False  # such a discrepancy on a memory of the rules' own (not the detector's fallback)
 
 
 @dataclass
@@ -313,6 +315,7 @@ def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: 
                 mems, outs = [drafts[i] for i in indexes], [findings[i] for i in indexes]
                 sc = positives.get(turn_id)
                 chosen = pick(mems, outs)
+                floors = [f.kind in ("contradiction", "gap") and f.safety_critical for f in outs]  # the judge's safety floor
                 cases.append(TurnCase(
                     patient.key, session.id, turn_id, in_scenario, sc is not None,
                     {k: sc.get(k) for k in ("kind", "severity", "safety_critical", "category")} if sc else None,
@@ -323,6 +326,7 @@ def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: 
                     any(f.kind in ("contradiction", "gap") for m, f in zip(mems, outs) if not m.attributes.get("fallback")),
                     any(m.attributes.get("fallback") for m in mems),
                     max((float((m.attributes.get("delta") or {}).get("score") or 0.0) for m in mems), default=0.0),
+                    any(floors), any(floor for m, floor in zip(mems, floors) if not m.attributes.get("fallback")),
                 ))
     return Corpus(cases, scenario_total, plain_total)
 
@@ -357,7 +361,9 @@ def simulate(corpus: Corpus, flagged: Sequence[bool]) -> dict[str, float]:
 
 
 def judged(corpus: Corpus, scores: Sequence[float], threshold: float) -> list[bool]:
-    return [c.emits and s >= threshold for c, s in zip(corpus.cases, scores)]
+    """The turns the judge lets through at `threshold`: those it raises, and those the safety floor keeps whatever
+    the score (Judge.decide_turn), so that the threshold is chosen for what ships."""
+    return [(c.emits and s >= threshold) or c.floor for c, s in zip(corpus.cases, scores)]
 
 
 JUDGE_OFF = 1.01  # a judge threshold no score reaches: the turn filter is off (Judge.filters)
@@ -377,7 +383,7 @@ def choose_threshold(corpus: Corpus, scores: Sequence[float], max_false: float) 
     return best
 
 
-JUDGE_POINTS = ("fewer_false", "more_detection")
+JUDGE_POINTS = ("fewer_false", "more_detection", "budget")
 
 
 def against_rules(corpus: Corpus, scores: Sequence[float], rules: dict[str, float], point: str = "fewer_false") -> tuple[float, dict[str, float], bool]:
@@ -398,6 +404,19 @@ def against_rules(corpus: Corpus, scores: Sequence[float], rules: dict[str, floa
     return best[0], best[1], beats
 
 
+def operating_point(corpus: Corpus, scores: Sequence[float], rules: dict[str, float], point: str,
+                    max_false: float) -> tuple[float, dict[str, float], bool]:
+    """`fewer_false` and `more_detection` against the rules (against_rules); `budget`: the best detection within
+    `max_false` false discrepancies per plain session, which beats the rules when it detects no less and is strictly
+    better on one figure (the issue's targets are a detection floor and a false-alarm ceiling, not a trade with the rules)."""
+    if point != "budget":
+        return against_rules(corpus, scores, rules, point)
+    threshold, rates = choose_threshold(corpus, scores, max_false)
+    no_worse = rates["detection"] >= rules["detection"] - 1e-9
+    better = rates["detection"] > rules["detection"] + 1e-9 or rates["false_per_plain"] < rules["false_per_plain"] - 1e-9
+    return threshold, rates, no_worse and better
+
+
 def tune_judge(corpus: Corpus, folds: int, fold_map: dict[str, int], rules: dict[str, float], max_false: float,
                point: str = "fewer_false") -> dict[str, Any]:
     """Every (C, class balance) out of fold by author: at the false budget and at both points against the rules; the best
@@ -408,12 +427,12 @@ def tune_judge(corpus: Corpus, folds: int, fold_map: dict[str, int], rules: dict
             scores = judge_out_of_fold(corpus.cases, folds, fold_map, C, balanced)
             row: dict[str, Any] = {"C": C, "balanced": balanced, "at_budget": choose_threshold(corpus, scores, max_false)[1]}
             for name in JUDGE_POINTS:
-                threshold, rates, beats = against_rules(corpus, scores, rules, name)
+                threshold, rates, beats = operating_point(corpus, scores, rules, name, max_false)
                 row[name] = {"threshold": threshold, **rates, "beats_rules": beats}
             rows.append(row)
     if point == "fewer_false":
         key = lambda r: (r[point]["beats_rules"], -r[point]["false_per_plain"], r[point]["detection"])  # noqa: E731
-    else:
+    else:  # more detection, or the best detection within the budget
         key = lambda r: (r[point]["beats_rules"], r[point]["detection"], -r[point]["false_per_plain"])  # noqa: E731
     best = max(rows, key=key)
     return {"grid": rows, "best": best, "point": point}
@@ -429,7 +448,7 @@ def with_fallbacks(corpus: Corpus, threshold: float) -> Corpus:
         if c.fallback and c.delta < threshold:
             if not c.core_flag:
                 continue  # the turn had only the fallback memory (and non-clinical ones): nothing to reconcile
-            c = replace(c, rule_flag=c.core_flag, fallback=False)
+            c = replace(c, rule_flag=c.core_flag, fallback=False, floor=c.core_floor)
         cases.append(c)
     return Corpus(cases, corpus.scenario_sessions, corpus.plain_sessions)
 
@@ -569,12 +588,12 @@ class TrainedModels:
 
 
 def judge_without_fallbacks(swept: Corpus, folds: int, fold_map: dict[str, int], best: dict[str, Any], point: str,
-                            at: dict[str, Any]) -> dict[str, Any]:
+                            at: dict[str, Any], max_false: float) -> dict[str, Any]:
     """The chosen judge setting without any fallback memory, against the rules alone: do the fallbacks pay under the judge too?"""
     corpus = with_fallbacks(swept, FALLBACK_OFF)
     rules = simulate(corpus, [c.rule_flag for c in corpus.cases])
     scores = judge_out_of_fold(corpus.cases, folds, fold_map, best["C"], best["balanced"])
-    threshold, rates, beats = against_rules(corpus, scores, rules, point)
+    threshold, rates, beats = operating_point(corpus, scores, rules, point, max_false)
     return {"rules_without_fallbacks": rules, "judge_without_fallbacks": {"threshold": threshold, **rates, "beats_rules": beats},
             "judge_with_fallbacks": at}
 
@@ -602,8 +621,8 @@ def select_detector(turns: Sequence[TurnSample], folds: int, fold_map: dict[str,
     return {"grid": rows, "chosen": rows[best]}, oof, {k: DeltaDetector.from_models(m, category) for k, m in models.items()}
 
 
-def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
-                 fallback_rate: float = 0.05, extra_false: float = 0.01, judge_point: str = "fewer_false",
+def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.05,
+                 fallback_rate: float = 0.05, extra_false: float = 0.01, judge_point: str = "budget",
                  progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
     """Detector and category model on every turn; the judge and outcome models on turn cases scored out of fold by author."""
     fold_map = fold_of(patients, folds)
@@ -626,7 +645,7 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
     best, at = judge_report["best"], judge_report["best"][judge_point]
     # The judge filters turns only where it beats the rules out of fold (else threshold above 1: off)
     filters = at["beats_rules"]
-    fallbacks["with_judge"] = judge_without_fallbacks(swept, folds, fold_map, best, judge_point, at)
+    fallbacks["with_judge"] = judge_without_fallbacks(swept, folds, fold_map, best, judge_point, at, max_false)
     progress("final fits")
     chosen = detector_report["chosen"]
     detector = fit_detector(turns, C=chosen["C"], text=chosen["text"])
@@ -642,7 +661,7 @@ def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *
         "plain_sessions": corpus.plain_sessions, "folds": folds, "fold_by": "author", "max_false_per_plain": max_false,
         "fallback_threshold": fallback_threshold, "judge_threshold": judge.threshold, "judge_filters_turns": filters,
         "out_of_fold": {"rules_only_one_per_turn": rules_only, "with_judge": at, "judge_point": judge_point,
-                        "judge_other_point": best[JUDGE_POINTS[1 - JUDGE_POINTS.index(judge_point)]], "judge_at_budget": best["at_budget"],
+                        "judge_other_points": {p: best[p] for p in JUDGE_POINTS if p != judge_point}, "judge_at_budget": best["at_budget"],
                         "judge_grid": judge_report["grid"], "detector": detector_report, "fallbacks": fallbacks,
                         "outcomes": outcome_report},
     }

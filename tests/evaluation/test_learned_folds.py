@@ -11,6 +11,8 @@ from reconcile_app.evaluation.training import (
     author_of,
     fallback_sweep,
     fold_of,
+    judged,
+    operating_point,
     with_fallbacks,
 )
 
@@ -79,3 +81,24 @@ def test_the_two_operating_points_trade_false_discrepancies_against_detection() 
     assert beats and fewer == {"detection": 0.5, "false_per_plain": 0.0}
     _, more, beats = against_rules(corpus, scores, rules, "more_detection")
     assert beats and more == {"detection": 1.0, "false_per_plain": 0.5}
+
+
+def test_the_safety_floor_counts_at_any_score_and_leaves_with_a_dropped_fallback() -> None:
+    cases = [_case(0, True, True, True, floor=True, core_floor=True), _case(1, False, True, True, fallback=True, delta=0.2, floor=True,
+                                                                       core_flag=False)]
+    corpus = Corpus(cases, scenario_sessions=1, plain_sessions=1)
+    assert judged(corpus, [0.1, 0.1], 0.5) == [True, True]
+    kept = with_fallbacks(corpus, 0.5)
+    assert [c.turn for c in kept.cases] == ["t0"] and judged(kept, [0.1], 0.5) == [True]
+    twin = Corpus([_case(0, True, True, True)], scenario_sessions=1, plain_sessions=1)
+    assert judged(twin, [0.1], 0.5) == [False]
+
+
+def test_the_budget_point_takes_the_best_detection_within_the_false_budget() -> None:
+    cases = [_case(0, True, True, True), _case(1, True, True, False), _case(2, False, True, True), _case(3, False, True, False)]
+    corpus = Corpus(cases, scenario_sessions=2, plain_sessions=4)
+    scores = [0.9, 0.5, 0.6, 0.4]
+    _, rates, beats = operating_point(corpus, scores, {"detection": 0.5, "false_per_plain": 0.25}, "budget", max_false=0.25)
+    assert beats and rates == {"detection": 1.0, "false_per_plain": 0.25}
+    _, rates, beats = operating_point(corpus, scores, {"detection": 1.0, "false_per_plain": 0.5}, "budget", max_false=0.0)
+    assert not beats and rates["false_per_plain"] == 0.0

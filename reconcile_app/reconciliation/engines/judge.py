@@ -11,8 +11,9 @@ rules, categories, actions and record states of all its memories' verdicts) and 
   none, its best-grounded clinical memory of the patient's own, raised for review (a contradiction when it cites a
   current record entry of its own kind, a gap otherwise). Its other discrepancies stay visible as notes, not as
   separate queue items: one turn, one thing for a nurse to check.
-The threshold is chosen on out-of-fold scores (folds by author) against the rules alone: the fewest false alarms per
-ordinary session at no less detection; where no threshold beats the rules the filter ships off (threshold above 1).
+The threshold is chosen on out-of-fold scores (folds by author), counting what the safety floor keeps: the best detection
+within the false-alarm ceiling (0.05 per ordinary session) at no less detection than the rules alone; where no threshold
+beats the rules the filter ships off (threshold above 1).
 """
 from __future__ import annotations
 
