@@ -347,3 +347,20 @@ def test_red_flags_in_internet_slang_and_crude_words(record: ClinicalRecord, quo
 @pytest.mark.parametrize("quote", ["my cousin posted about wanting to unalive himself and I called her mom"])
 def test_slang_about_someone_else_is_not_the_patients(quote: str) -> None:
     assert judge(NO_DIABETES, "symptom", quote).kind not in QUEUED
+
+
+# --- a sign graded by a comparative of decrease is easing, not new; self-harm words are kept however graded ---------
+
+@pytest.mark.parametrize(("record", "quote", "twin"), [
+    (HEART_FAILURE, "I get less short of breath on the stairs these days", "I get more short of breath on the stairs these days"),
+    (NO_DIABETES, "I'm not as confused in the evenings as I was", "I've been getting confused in the evenings"),
+])
+def test_a_sign_said_to_be_lessening_is_not_a_new_red_flag(record: ClinicalRecord, quote: str, twin: str) -> None:
+    assert judge(record, "symptom", quote).kind not in QUEUED
+    flagged = judge(record, "symptom", twin)
+    assert flagged.kind == "gap" and flagged.rule.startswith("redflag-")
+
+
+def test_self_harm_words_are_kept_even_after_a_comparative_of_decrease() -> None:
+    finding = judge(NO_DIABETES, "symptom", "I feel less hopeless than I did but I still think about ending it all")
+    assert finding.kind == "gap" and finding.rule.startswith("redflag-suicidal") and finding.safety_critical

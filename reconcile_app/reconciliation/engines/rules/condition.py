@@ -35,6 +35,7 @@ TRANSITIVE_STOP = cue_pattern_of("transitive_stop")
 DENIED_HAVING = cue_pattern_of("denied_having")
 ELAPSED_SINCE = cue_pattern_of("elapsed_since")
 IMPROVED = cue_pattern_of("improved")
+LESSENED = cue_pattern_of("lessened")
 HABITUAL_GET = cue_pattern_of("habitual_get")
 # data/cues/cond_resolution.json: a condition said to be over in informal grammar, and who a later pronoun points to
 RESOLVED_INFORMAL = cue_pattern_of("resolved_informal")
@@ -129,7 +130,8 @@ class ConditionRules:
     def _red_flags_said(self, m: MemoryDraft, ctx: Context, text: str, only_classes: set[str] | None) -> list[RedFlag]:
         """Rows whose lay words the text says (not denied in the rest of the turn), whose gate the record opens, and
         that nothing the patient takes or said explains."""
-        flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text) and not _someone_else_has(f, text)]
+        flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text) and not _someone_else_has(f, text)
+                 and not _lessened(f, text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
             # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
@@ -574,6 +576,19 @@ def _denied_having(flag: RedFlag, text: str) -> bool:
     clause ("I haven't had one lick of that chest pain since"), beyond the few words the table's own check reaches."""
     clauses = _clauses_before(flag, text)
     return bool(clauses) and all(DENIED_HAVING.search(clause) for clause in clauses)
+
+
+# rows never set aside for a graded wording: any word of self-harm is kept, however it is put (safety first)
+_NEVER_LESSENED = frozenset({"suicidal"})
+
+
+def _lessened(flag: RedFlag, text: str) -> bool:
+    """Every place the text says the flag's words comes right after a comparative of decrease ("less dizzy", "not as
+    wobbly"): a receding sign, graded against a worse before, is easing rather than new (comparison of inferiority)."""
+    if flag.id in _NEVER_LESSENED:
+        return False
+    befores = [text[max(0, hit.start() - 40):hit.start()] for p in flag.patterns for hit in p.finditer(text)]
+    return bool(befores) and all(LESSENED.search(before) for before in befores)
 
 
 def _someone_else_has(flag: RedFlag, text: str) -> bool:

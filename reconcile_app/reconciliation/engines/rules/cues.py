@@ -90,6 +90,9 @@ ONCE = pattern("once")
 OTHER_SOURCE = pattern("other_source")
 
 
+POSSESSION_RETRACTED = pattern("possession_retracted")
+
+
 OUTSIDE = pattern("outside")
 
 

@@ -13,7 +13,7 @@ from reconcile_app.reconciliation.types import Severity
 
 from .cues import (
     BRIEF_DISCONNECT, BROAD_CLASSES, CLAUSE_SPLIT, CURRENT_USE, DEVICE_OFF, FIRST_PERSON_USE, HALF, LESS, MG,
-    MODAL_START, MORE, OCCASIONAL, ONCE, OTC_CLASSES, OTHER_SOURCE, RECORD_MG, REGULAR, RESUME, SKIP, SKIP_HABIT,
+    MODAL_START, MORE, OCCASIONAL, ONCE, OTC_CLASSES, OTHER_SOURCE, POSSESSION_RETRACTED, RECORD_MG, REGULAR, RESUME, SKIP, SKIP_HABIT,
     START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, THIRD_PERSON, TOLERATED, WORD_NUM, pattern,
 )
 from .dosing import ScheduleConflict, schedule_conflict
@@ -244,6 +244,8 @@ class MedicationRules:
         """Who takes it, which drug, then the first rule of MEDICATION_ORDER that decides."""
         if THIRD_PERSON.search(regex_text(m.quote)) and not FIRST_PERSON_USE.search(regex_text(m.quote)):
             return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
+        if _possession_retracted(m, ctx):
+            return Verdict(NCR, Cat.MEDICATION, "subject-other-repaired", explanation="The patient corrects 'my' to someone else's medicine.")
         device = self._device_stopped(m, ctx)
         if device is not None:
             return device  # "took my insulin pump off": the device names the order, whatever else the quote names
@@ -662,3 +664,15 @@ MEDICATION_ORDER = (
     MedicationRules._med_past_mention,
     MedicationRules._med_not_in_active_record,
 )
+
+
+def _possession_retracted(m: MemoryDraft, ctx: Context) -> bool:
+    """The turn goes straight on from the quote with a repair of its possessor ("my inhaler - well, not mine, ..."): the
+    words right after the quote, where a same-turn self-repair sits (Schegloff, Jefferson and Sacks 1977)."""
+    quote = regex_text(m.quote).strip()
+    for turn_id in m.turn_ids:
+        turn = regex_text(ctx.turn_text.get(turn_id, ""))
+        at = turn.find(quote) if quote else -1
+        if at != -1 and POSSESSION_RETRACTED.search(turn[at + len(quote):at + len(quote) + 80]):
+            return True
+    return False
