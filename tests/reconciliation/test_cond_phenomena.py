@@ -364,3 +364,15 @@ def test_a_sign_said_to_be_lessening_is_not_a_new_red_flag(record: ClinicalRecor
 def test_self_harm_words_are_kept_even_after_a_comparative_of_decrease() -> None:
     finding = judge(NO_DIABETES, "symptom", "I feel less hopeless than I did but I still think about ending it all")
     assert finding.kind == "gap" and finding.rule.startswith("redflag-suicidal") and finding.safety_critical
+
+
+@pytest.mark.parametrize(("quote", "queued"), [
+    ("a lot less foggy at the office these days", False),
+    ("so foggy at the office these days", True),
+    ("less tired but so foggy at the office these days", True),
+])
+def test_a_lay_word_the_extractor_named_is_graded_by_the_patients_comparative(quote: str, queued: bool) -> None:
+    finding = judge(NO_DIABETES, "symptom", quote, name="confusion")
+    assert (finding.kind in QUEUED) is queued
+    if queued:
+        assert finding.rule.startswith("redflag-confusion")

@@ -130,8 +130,10 @@ class ConditionRules:
     def _red_flags_said(self, m: MemoryDraft, ctx: Context, text: str, only_classes: set[str] | None) -> list[RedFlag]:
         """Rows whose lay words the text says (not denied in the rest of the turn), whose gate the record opens, and
         that nothing the patient takes or said explains."""
+        quote = regex_text(m.quote)
+        said = len(quote) if text.startswith(quote) and len(text) > len(quote) else None  # the rest is the extractor's name
         flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text) and not _someone_else_has(f, text)
-                 and not _lessened(f, text)]
+                 and not _lessened(f, text, said)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
             # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
@@ -578,17 +580,24 @@ def _denied_having(flag: RedFlag, text: str) -> bool:
     return bool(clauses) and all(DENIED_HAVING.search(clause) for clause in clauses)
 
 
+# a contrast after the graded word ("less tired but foggy all day") grades something else (Quirk et al. 1985 s13.41)
+_CONTRAST = re.compile(r"\b(?:but|though|although|yet|except|still)\b")
 # rows never set aside for a graded wording: any word of self-harm is kept, however it is put (safety first)
 _NEVER_LESSENED = frozenset({"suicidal"})
 
 
-def _lessened(flag: RedFlag, text: str) -> bool:
+def _lessened(flag: RedFlag, text: str, said: int | None = None) -> bool:
     """Every place the text says the flag's words comes right after a comparative of decrease ("less dizzy", "not as
-    wobbly"): a receding sign, graded against a worse before, is easing rather than new (comparison of inferiority)."""
+    wobbly"): a receding sign, graded against a worse before, is easing rather than new (comparison of inferiority).
+    said: where the patient's words end and the extractor's name for the sign begins ("woozy" named "dizziness"): a hit
+    in that name is graded by a comparative of decrease before any word of the patient's own."""
     if flag.id in _NEVER_LESSENED:
         return False
-    befores = [text[max(0, hit.start() - 40):hit.start()] for p in flag.patterns for hit in p.finditer(text)]
-    return bool(befores) and all(LESSENED.search(before) for before in befores)
+    graded_words = said is not None and any(LESSENED.search(text[:w.start()]) and not _CONTRAST.search(text[w.start():said])
+                                            for w in re.finditer(r"\w+", text[:said]))
+    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+    return bool(hits) and all(graded_words if said is not None and hit.start() >= said
+                              else LESSENED.search(text[max(0, hit.start() - 40):hit.start()]) for hit in hits)
 
 
 def _someone_else_has(flag: RedFlag, text: str) -> bool:
