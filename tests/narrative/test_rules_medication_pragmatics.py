@@ -192,3 +192,12 @@ def test_a_follow_on_schedule_sentence_joins_the_medicines_quote(extractor) -> N
 def test_a_schedule_sentence_without_a_clear_antecedent_stays_apart(extractor, answer: str) -> None:
     drafts = extractor.extract_session(session("How are the pills going?", answer))
     assert _quotes(drafts, "levothyroxine") and not any("bedtime" in q for q in _quotes(drafts, "levothyroxine"))
+
+
+@pytest.mark.parametrize(("answer", "assertion"), [
+    ("Got the flu shot last week. The shingles one I keep putting off.", Assertion.HYPOTHETICAL),
+    ("Got the flu shot last week. The shingles one too, same pharmacy.", Assertion.AFFIRMED),  # twin: given, not put off
+])
+def test_a_vaccine_put_off_after_one_is_not_given(extractor, answer: str, assertion: str) -> None:
+    drafts = extractor.extract_session(session("Are your jabs up to date this season?", answer))
+    assert [d.assertion for d in _shots(drafts) if d.attributes["name"] == "zoster vaccine"] == [assertion]

@@ -20,6 +20,7 @@ _VACCINE_AFTER_NOUN = cue_pattern("vaccine_after_noun")  # "a jab against shingl
 _VACCINE_CANON = vaccine_names_by_disease()  # "shingles" -> "zoster vaccine" (terminology/data/immunizations.json)
 _VACCINE_ONE = cue_pattern("vaccine_one_anaphor")  # "the shingles one": 'one' stands for a shot noun said before
 _ONE_ANTECEDENT = cue_pattern("vaccine_one_antecedent")
+_ONE_DEFERRED = cue_pattern("vaccine_one_deferred")  # "the shingles one, not yet": planned, not given
 _REMOVAL = cue_pattern("removal")
 # "had my IUD taken out", "got the stitches removed", "getting a port put in": object before the verb.
 _HAD_X_DONE = cue_pattern("had_x_done")
@@ -148,6 +149,8 @@ def _s_vaccine_one(s: SentenceScope) -> None:
         res = ctx.assess(s.words, tok, tok + 1, triggers=s.triggers, people=s.people)
         mention = Mention(MemoryCategory.IMMUNIZATION, state.turn, sent, a, b, {"name": name, "term": m.group(0)},
                           res.subject, res.relation, res.assertion, confidence=0.55, turn_ids=[state.turn.id], name=name)
+        if mention.assertion == Assertion.AFFIRMED and _ONE_DEFERRED.search(sent.low[m.end() : m.end() + 60]):
+            mention.assertion = Assertion.HYPOTHETICAL  # put off for later: no shot was given
         mention.event_time = _event_time(state, sent)
         out[:] = [x for x in out if not (x.category == MemoryCategory.CONDITION and x.start < b and a < x.end)]
         out.append(mention)
