@@ -376,3 +376,21 @@ def test_a_lay_word_the_extractor_named_is_graded_by_the_patients_comparative(qu
     assert (finding.kind in QUEUED) is queued
     if queued:
         assert finding.rule.startswith("redflag-confusion")
+
+
+# --- 'hopeless' as a verdict on a skill or a device is not hopelessness; every other wording stays a self-harm flag ---
+
+@pytest.mark.parametrize("quote", ["the printer at the library is hopeless, I gave up", "honestly I'm hopeless at crosswords"])
+def test_hopeless_about_a_thing_or_a_skill_is_no_self_harm_flag(quote: str) -> None:
+    assert not judge(NO_DIABETES, "symptom", quote).rule.startswith("redflag-suicidal")
+
+
+@pytest.mark.parametrize("quote", [
+    "honestly I feel hopeless about everything lately",
+    "I'm hopeless at life and I don't want to wake up",
+    "the printer is hopeless and some days I wish I were dead",
+    "the weather is hopeless, and I feel hopeless too",
+])
+def test_hopelessness_about_oneself_or_the_future_keeps_the_flag(quote: str) -> None:
+    finding = judge(NO_DIABETES, "symptom", quote)
+    assert finding.kind == "gap" and finding.rule.startswith("redflag-suicidal") and finding.safety_critical

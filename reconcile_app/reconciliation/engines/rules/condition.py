@@ -36,6 +36,7 @@ DENIED_HAVING = cue_pattern_of("denied_having")
 ELAPSED_SINCE = cue_pattern_of("elapsed_since")
 IMPROVED = cue_pattern_of("improved")
 LESSENED = cue_pattern_of("lessened")
+HOPELESS_EVALUATIVE = cue_pattern_of("hopeless_evaluative")
 HABITUAL_GET = cue_pattern_of("habitual_get")
 # data/cues/cond_resolution.json: a condition said to be over in informal grammar, and who a later pronoun points to
 RESOLVED_INFORMAL = cue_pattern_of("resolved_informal")
@@ -133,7 +134,7 @@ class ConditionRules:
         quote = regex_text(m.quote)
         said = len(quote) if text.startswith(quote) and len(text) > len(quote) else None  # the rest is the extractor's name
         flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text) and not _someone_else_has(f, text)
-                 and not _lessened(f, text, said)]
+                 and not _lessened(f, text, said) and not _only_evaluative_hopeless(f, text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
             # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
@@ -598,6 +599,16 @@ def _lessened(flag: RedFlag, text: str, said: int | None = None) -> bool:
     hits = [hit for p in flag.patterns for hit in p.finditer(text)]
     return bool(hits) and all(graded_words if said is not None and hit.start() >= said
                               else LESSENED.search(text[max(0, hit.start() - 40):hit.start()]) for hit in hits)
+
+
+def _only_evaluative_hopeless(flag: RedFlag, text: str) -> bool:
+    """The self-harm row hit only by the bare word 'hopeless', each inside a verdict on a skill or a device ("the
+    printer is hopeless"): an evaluative adjective, not hopelessness. Any other self-harm word keeps the flag."""
+    if flag.id != "suicidal":
+        return False
+    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+    frames = [frame.span() for frame in HOPELESS_EVALUATIVE.finditer(text)]
+    return bool(hits) and all(hit.group(0).lower() == "hopeless" and any(a <= hit.start() < b for a, b in frames) for hit in hits)
 
 
 def _someone_else_has(flag: RedFlag, text: str) -> bool:
