@@ -136,27 +136,3 @@ def test_an_exclamation_that_looks_like_a_sign_in_opens_no_frame(extractor) -> N
     drafts = run(extractor, "What is new since we last talked?", "This is Awesome! I quit the lisinopril and the cough is gone.")
     assert whose(drafts, "lisinopril") == {"patient"}
 
-
-# ---- a chat speaker label ("Name: ...") from someone whose name is not the patient's ------------------------------
-
-@pytest.mark.parametrize("text", [
-    "Marisol: he stopped taking the warfarin after the nosebleed on tuesday.",
-    "Dev: she has not touched her warfarin since the weekend, says it upsets her stomach.",
-])
-def test_a_name_label_typed_by_someone_else_reports_the_patients_fact(extractor, text) -> None:
-    drafts = run(extractor, "What is new since we last talked?", text, name="Walt Quill")
-    assert whose(drafts, "warfarin") == {"patient"}
-
-
-def test_a_name_label_with_the_patients_own_name_opens_no_frame(extractor) -> None:
-    # twin: the patient labels their own line, so "he" is still someone else
-    drafts = run(extractor, "What is new since we last talked?",
-                 "Walt: my neighbour told me he stopped taking the warfarin after a nosebleed.", name="Walt Quill")
-    assert whose(drafts, "warfarin") == {"other"}
-
-
-def test_a_topic_label_is_no_typist(extractor) -> None:
-    # twin: a capitalised heading before a colon is no name; the third person stays someone else
-    drafts = run(extractor, "What is new since we last talked?",
-                 "Update: my brother says he stopped taking the warfarin after a nosebleed.", name="Walt Quill")
-    assert whose(drafts, "warfarin") == {"other"}

@@ -21,7 +21,6 @@ from typing import Any
 
 from .. import context as ctx
 from ..clauses import Sentence
-from ..cues import cue_words
 
 ENGINES = ("own", "context", "context-assertion")
 DEFAULT_ENGINE = "context"  # what config/settings/base.py EXTRACTION_ASSERTION ships; used where Django is not set up
@@ -230,16 +229,6 @@ _GREETING = re.compile(r"^\s*(?i:hi|hello|hey|good (?:morning|afternoon|evening)
 # a name the coach addresses: "Lorine, how are..." / "..., Irv?" / "Thanks, Mike!" (not "How is Irv doing?")
 _VOCATIVE = re.compile(r"(?:^|[.!?,]\s*)([A-Z][a-z]+)\s*[,!?]|,\s*([A-Z][a-z]+)\s*(?:[.!?]|$)")
 _NOT_NAMES = frozenset("this is hi hello hey mr mrs ms miss dr it its mom dad".split())
-# Capitalised headings that open a chat line before a colon and are no one's name ("Update:", "Meds:")
-_LABEL_NOT_NAMES = cue_words("label_not_names")
-
-
-def _speaker_label(text: str, tag: re.Match[str], name: str) -> bool:
-    """A name and a colon opening the message, as in a chat log or script ("Marisol: he..."), with the message going on
-    about a third person: the label names who typed it (data/cues/extractor.json "label_not_names" gives the
-    convention and its source); a heading word before the colon is no name."""
-    return not tag.group(2) and text[: tag.end()].rstrip().endswith(":") and name not in _NOT_NAMES \
-        and name not in _LABEL_NOT_NAMES and name not in ctx.RELATIONS and bool(_THIRD_PERSON.search(text[tag.end():]))
 
 
 @dataclass
@@ -296,9 +285,6 @@ class Speakers:
             return self.last_frame or _either_pronoun_frame()
         if frame is not None and m.group(2) in ("here", "now", "again") and name not in _NOT_NAMES:
             return None  # another name signs in while a typist held the keyboard: the patient, back
-        if frame is None and _speaker_label(text, m, name) and self.patient_names:
-            self.typist = name  # "Marisol: he stopped ...": a chat speaker label naming someone not the patient
-            return self.last_frame or _either_pronoun_frame()
         return _KEEP
 
     def opened(self, event: Any, turn_text: str = "") -> Any:
