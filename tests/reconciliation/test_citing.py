@@ -139,3 +139,14 @@ def test_a_rules_finding_that_cites_gets_one_more_entry_only_when_the_model_is_s
     add_citations(CitationRanker(model), [memory("medication", said)], [off], chart, scope="uncited", strong=None)
     assert [c.id for c in off.citations] == ["afib"]
     assert [c.id for c in kept.citations] == ["afib"]
+
+
+def test_a_drug_the_tables_do_not_know_links_by_a_word_of_its_record_display() -> None:
+    from reconcile_app.fhir.clinical import build_clinical_record
+    record = build_clinical_record([{"resourceType": "Patient", "id": "p1"}, {
+        "resourceType": "MedicationRequest", "id": "zz", "status": "active", "intent": "order", "subject": {"reference": "Patient/p1"},
+        "medicationCodeableConcept": {"text": "zorbemide 40 MG Oral Tablet"}}])
+    found = {e.id: f for e, f in candidate_features("the pharmacy swapped my zorbemide for another brand", "medication", record)}
+    assert found["zz"]["display_word"] == 1.0
+    twin = {e.id: f for e, f in candidate_features("the pharmacy gave me a bigger oral tablet this time", "medication", record)}
+    assert "zz" not in twin  # dose-form words name no drug

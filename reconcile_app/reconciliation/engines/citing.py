@@ -31,10 +31,19 @@ HAND_WEIGHTS = {
     "drug_name": 3.0, "drug_class": 1.5, "interacts": 2.5, "treats": 1.0, "indication": 1.5, "concept": 3.0, "related": 1.0,
     "flag_condition": 2.0, "flag_class": 1.5, "flag_lab": 1.5, "measure": 3.0, "measure_condition": 1.5, "concept_lab": 1.0,
     "interaction_lab": 2.0, "allergen": 3.0, "allergy_class": 2.0, "vaccine": 3.0, "procedure": 3.0, "site": 1.0,
-    "plan_addresses": 1.5, "plan_terms": 1.5, "plan_words": 0.5, "own_type": 0.5, "state:historical": -0.5,
+    "display_word": 1.5, "plan_addresses": 1.5, "plan_terms": 1.5, "plan_words": 0.5, "own_type": 0.5, "state:historical": -0.5,
     "state:inactive": -1.5, "encounter_diagnosis": -0.3, "older_reading": -3.0,
 }
 HAND_THRESHOLD = 2.5
+# RxNorm dose-form and strength words and SNOMED semantic-tag words: they name no particular drug or problem, so sharing
+# one is no link (a record's "Oral Tablet" is not what "a tablet" means). Words of 5+ letters only (content_words keeps 4+).
+_DISPLAY_NOISE = frozenset({
+    "oral", "tablet", "capsule", "solution", "suspension", "injection", "injector", "transdermal", "system", "extended",
+    "release", "delayed", "topical", "inhalation", "inhaler", "powder", "spray", "patch", "prefilled", "syringe", "cartridge",
+    "chewable", "hydrochloride", "sodium", "potassium", "carbonate", "sulfate", "acetate", "tartrate", "succinate", "calcium",
+    "disorder", "finding", "disease", "chronic", "condition", "problem", "medication", "daily", "units", "actuat", "metered",
+})
+
 MAX_ADDED = 2  # a nurse opens a handful: the rules' own citations first, then at most this many from the ranker
 # Measured on the validation split: a cap of 3 informed 2 more scenarios of 192 but cost resource precision 0.617 -> 0.601;
 # a third only at p >= 0.3 informed none more (precision 0.610). The coach's question as "q:" links (branch wt_cite2_question)
@@ -167,15 +176,16 @@ def linked_entries(text: str, record: ClinicalRecord, kb: Knowledge) -> dict[tup
     m = mentions_in(text, kb)
     partners, labs = _partners(m, kb)
     out: list[tuple[ClinicalEntry, dict[str, float]]] = []
+    said = {w for w in m.words if len(w) >= 5 and w not in _DISPLAY_NOISE}
     named_meds = [me for me in idx.meds if me.entry.state != State.ERROR and me.names & m.drugs]
     indications = {i for me in named_meds for c in me.classes if c in kb.classes for i in kb.classes[c].indications}
     indications |= {i for c in m.classes if c in kb.classes for i in kb.classes[c].indications}
     for me in idx.meds:
-        out.append((me.entry, _med_features(me.names, me.classes, m, partners, kb)))
+        out.append((me.entry, _med_features(me.names, me.classes, m, partners, kb) | _display_word(me.entry, said)))
     site_conditions = {c for s in kb.sites if s.id in m.sites for c in s.conditions}
     for ce in idx.conditions:
         site_hit = bool(m.sites and (sites_in_text(ce.entry.display, kb) & m.sites or ce.concepts & site_conditions))
-        out.append((ce.entry, _condition_features(ce.concepts, m, partners, indications, site_hit)))
+        out.append((ce.entry, _condition_features(ce.concepts, m, partners, indications, site_hit) | _display_word(ce.entry, said)))
     linked = {e.id for e, f in out if e.resource_type == "Condition" and f and e.state == State.ACTIVE}
     for ae in idx.allergies:
         hit = {"allergen": 1.0} if ae.allergens & m.allergens or ae.drug_names & m.drugs else {}
@@ -197,6 +207,11 @@ def linked_entries(text: str, record: ClinicalRecord, kb: Knowledge) -> dict[tup
         if f and e.state != State.ERROR:
             found.setdefault((e.resource_type, e.id), (e, f))
     return found
+
+
+def _display_word(entry: ClinicalEntry, said: set[str]) -> dict[str, float]:
+    """A distinctive word of the entry's own display said outright: links a drug or problem the tables do not know."""
+    return {"display_word": 1.0} if said & stems(content_words(entry.display)) else {}
 
 
 def _through_cited(record: ClinicalRecord, cited: Sequence[Citation], kb: Knowledge) -> dict[tuple[str, str], dict[str, float]]:
