@@ -9,13 +9,14 @@ import pytest
 from reconcile_app.narrative.assertion import default_context
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 5, 11, 18, 0, tzinfo=timezone(timedelta(hours=-6)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor(assertion="context")
+    return rules_extractor(assertion="context")
 
 
 def run(extractor: RulesExtractor, text: str) -> list[MemoryDraft]:

@@ -9,13 +9,14 @@ import pytest
 from reconcile_app.fhir.clinical import ClinicalRecord, PatientInfo
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 4, 2, 9, 30, tzinfo=timezone(timedelta(hours=-5)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor(assertion="context")
+    return rules_extractor(assertion="context")
 
 
 def run(extractor: RulesExtractor, *texts: str, name: str = "") -> list[MemoryDraft]:

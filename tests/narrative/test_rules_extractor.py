@@ -10,13 +10,14 @@ from hypothesis import strategies as st
 from reconcile_app.fhir.clinical import build_clinical_record
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, MemoryOp, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 3, 9, 10, 0, tzinfo=timezone(timedelta(hours=-7)))  # a Monday
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def session(*texts: str, speakers: tuple[str, ...] | None = None) -> SessionInput:

@@ -7,13 +7,14 @@ import pytest
 
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 3, 9, 10, 0, tzinfo=timezone(timedelta(hours=-7)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def run(extractor: RulesExtractor, *texts: str) -> list[MemoryDraft]:

@@ -9,6 +9,7 @@ import pytest
 from reconcile_app.fhir.clinical import build_clinical_record
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 4, 14, 9, 30, tzinfo=timezone(timedelta(hours=-5)))
 RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
@@ -16,7 +17,7 @@ RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def session(*texts: str) -> SessionInput:

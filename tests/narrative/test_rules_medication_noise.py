@@ -9,13 +9,14 @@ import pytest
 
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 6, 2, 11, 0, tzinfo=timezone(timedelta(hours=-6)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def meds_in(extractor: RulesExtractor, text: str) -> list[MemoryDraft]:

@@ -10,13 +10,14 @@ import pytest
 
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import Assertion, MemoryDraft, SessionInput, Subject, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 6, 9, 15, 0, tzinfo=timezone(timedelta(hours=-5)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def session(*texts: str) -> SessionInput:

@@ -8,13 +8,14 @@ import pytest
 
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 7, 9, 18, 0, tzinfo=timezone(timedelta(hours=-7)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def meds(extractor: RulesExtractor, *texts: str) -> list[MemoryDraft]:

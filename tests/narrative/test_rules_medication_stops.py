@@ -8,13 +8,14 @@ import pytest
 
 from reconcile_app.narrative.engines.rules import RulesExtractor
 from reconcile_app.narrative.types import Assertion, MemoryDraft, SessionInput, TurnInput
+from tests.narrative.conftest import rules_extractor
 
 AT = datetime(2026, 5, 4, 16, 0, tzinfo=timezone(timedelta(hours=-4)))
 
 
 @pytest.fixture(scope="module")
 def extractor() -> RulesExtractor:
-    return RulesExtractor()
+    return rules_extractor()
 
 
 def session(*texts: str) -> SessionInput:

@@ -16,6 +16,7 @@ from reconcile_app.reconciliation.gate import citation_gate
 from reconcile_app.reconciliation.knowledge import load_knowledge
 from reconcile_app.reconciliation.types import FindingDraft
 from reconcile_app.terminology.lexicon import default_lexicon, tokenize
+from tests.narrative.conftest import rules_extractor
 
 from .conftest import load_record, rules_reconciler
 
@@ -24,7 +25,7 @@ AT = datetime(2026, 3, 4, 17, 30, tzinfo=timezone.utc)
 
 @pytest.fixture(scope="module")
 def engines() -> tuple[RulesExtractor, RulesReconciler]:
-    return RulesExtractor(), rules_reconciler()
+    return rules_extractor(), rules_reconciler()
 
 
 @pytest.fixture(scope="module")
