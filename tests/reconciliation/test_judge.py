@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 from reconcile_app.core.linear import LinearModel
 from reconcile_app.fhir.clinical import build_clinical_record
-from reconcile_app.narrative.types import MemoryDraft
+from reconcile_app.narrative.types import MemoryDraft, MemoryOp
 from reconcile_app.reconciliation.engines.judge import Judge, finding_dense, pick, spoken_year, turn_dense
 from reconcile_app.reconciliation.types import Citation, FindingDraft
 
@@ -114,6 +114,18 @@ def test_a_raised_statement_the_rules_found_agreeing_with_the_order_is_a_gap_not
     [out] = _judge(5.0).apply([_memory()], [draft], RECORD)
     assert (out.kind, out.rule) == ("gap", "judge-raise:med-active-agrees")
     assert "not reflected" in out.explanation
+
+
+def test_an_agreement_the_record_caught_up_with_or_a_superseding_agreement_is_never_raised() -> None:
+    # truth maintenance: the EHR now records the stop, or the patient's later statement brings the chain back in line
+    # with the record; the ledger resolves the earlier finding, so the judge must not re-open it as news
+    stopped = FindingDraft(kind="agreement", rule="med-stopped-agrees", citations=[Citation("MedicationRequest", "m1")])
+    assert pick([_memory()], [stopped]) is None
+    restarted = _memory()
+    restarted.op = MemoryOp.SUPERSEDE
+    agrees = FindingDraft(kind="agreement", rule="med-active-agrees", citations=[Citation("MedicationRequest", "m1")])
+    assert pick([restarted], [agrees]) is None
+    assert pick([_memory()], [agrees]) == 0  # twin: a first statement the rules call agreeing may still be raised
 
 
 def test_nothing_cited_is_raised_as_a_gap_and_someone_elses_fact_never() -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from reconcile_app.core.cues import cues_load
 from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalRecord, State
-from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
+from reconcile_app.narrative.types import Assertion, MemoryDraft, MemoryOp, Subject
 from reconcile_app.reconciliation.engines.citing import CitationRanker, add_citations
 from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity
 
@@ -149,6 +149,21 @@ def affirmed_now(memory: MemoryDraft) -> bool:
     return memory.subject == Subject.PATIENT and memory.assertion == Assertion.AFFIRMED and not retold_past(memory)
 
 
+# Agreements where the record has caught up with the change the patient reports (the order is now stopped, the allergy
+# now inactive): raising them would undo truth maintenance, re-opening as news what an EHR update just resolved
+# (memory-ledger revision: a fact superseded by a later record version is closed, not re-asserted).
+RECORD_CAUGHT_UP = frozenset({"med-stopped-agrees", "allergy-inactive-agrees"})
+
+
+def _caught_up(memory: MemoryDraft, draft: FindingDraft) -> bool:
+    """The record already holds what the statement says: it caught up with the change (RECORD_CAUGHT_UP), or a later
+    statement supersedes the patient's earlier one and the rules find it agreeing (the chain's new state matches the
+    record, so the earlier finding is resolved by the ledger, not replaced by a new item)."""
+    if draft.kind != FindingKind.AGREEMENT:
+        return False
+    return draft.rule in RECORD_CAUGHT_UP or memory.op == MemoryOp.SUPERSEDE
+
+
 def promotable(memory: MemoryDraft) -> bool:
     return memory.subject == Subject.PATIENT and memory.assertion == Assertion.AFFIRMED and memory.category in CLINICAL
 
@@ -159,7 +174,7 @@ def pick(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft]) -> int
     if discrepancies:
         return max(discrepancies, key=lambda i: (drafts[i].safety_critical, SEVERITY_RANK.get(drafts[i].severity, 0),
                                                  len(drafts[i].citations), -i))
-    candidates = [i for i, m in enumerate(memories) if promotable(m)]
+    candidates = [i for i, m in enumerate(memories) if promotable(m) and not _caught_up(m, drafts[i])]
     if not candidates:
         return None
     return max(candidates, key=lambda i: (len(drafts[i].citations), bool(memories[i].attributes.get("record_ref")),
