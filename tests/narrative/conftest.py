@@ -1,8 +1,13 @@
 """Fixtures of the narrative tests: the rules extractor without its learned turn detector (pure, no DB)."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+import pytest
+
 from reconcile_app.narrative.engines.delta import DeltaDetector
 from reconcile_app.narrative.engines.rules import RulesExtractor
+from reconcile_app.narrative.types import SessionInput, TurnInput
 
 
 def rules_extractor(assertion: str | None = None) -> RulesExtractor:
@@ -13,3 +18,16 @@ def rules_extractor(assertion: str | None = None) -> RulesExtractor:
     engine = RulesExtractor(assertion=assertion)
     engine.__dict__["_delta"] = DeltaDetector.from_models(None, None)
     return engine
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    """The rules extractor of a module's tests (a module that needs another assertion engine defines its own)."""
+    return rules_extractor()
+
+
+def chat(at: datetime, *texts: str) -> SessionInput:
+    """One session whose turns alternate coach, patient, coach..., a minute apart from `at`."""
+    turns = tuple(TurnInput(f"t{i + 1}", "coach" if i % 2 == 0 else "patient", at + timedelta(minutes=i), text)
+                  for i, text in enumerate(texts))
+    return SessionInput("s1", at, turns)

@@ -9,21 +9,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from reconcile_app.narrative.engines.rules import RulesExtractor
-from reconcile_app.narrative.types import Assertion, MemoryDraft, SessionInput, Subject, TurnInput
-from tests.narrative.conftest import rules_extractor
+from reconcile_app.narrative.types import Assertion, MemoryDraft, SessionInput, Subject
+from tests.narrative.conftest import chat
 
 AT = datetime(2026, 6, 9, 15, 0, tzinfo=timezone(timedelta(hours=-5)))
 
 
-@pytest.fixture(scope="module")
-def extractor() -> RulesExtractor:
-    return rules_extractor()
-
-
 def session(*texts: str) -> SessionInput:
-    turns = tuple(TurnInput(f"t{i + 1}", "coach" if i % 2 == 0 else "patient", AT + timedelta(minutes=i), text)
-                  for i, text in enumerate(texts))
-    return SessionInput("s1", AT, turns)
+    return chat(AT, *texts)
 
 
 def meds(drafts: list[MemoryDraft], subject: str = Subject.PATIENT) -> list[MemoryDraft]:
