@@ -8,7 +8,6 @@ from typing import Any
 
 from reconcile_app.core.linear import LinearModel
 from reconcile_app.evaluation.scoring import _ref_matches
-from reconcile_app.fhir.clinical import ClinicalEntry
 from reconcile_app.narrative.types import MemoryDraft, Subject
 from reconcile_app.reconciliation.engines.citing import HAND_THRESHOLD, MAX_ADDED, CitationRanker, candidate_features
 from reconcile_app.reconciliation.types import Citation
@@ -27,15 +26,6 @@ class CiteCase:
     cited: int
     candidates: list[tuple[dict[str, float], bool]] = field(default_factory=list)  # features, expected
     keys: list[str] = field(default_factory=list)  # each candidate's code (two entries of one code are one citation)
-
-
-def _ref(entry: ClinicalEntry) -> dict[str, str]:
-    coding = entry.primary_coding
-    return {"resourceType": entry.resource_type, "id": entry.id, "system": coding.system if coding else "", "code": coding.code if coding else ""}
-
-
-def _cite_ref(c: Citation) -> dict[str, str]:
-    return {"resourceType": c.resource_type, "id": c.id, "system": c.system, "code": c.code}
 
 
 def collect_cite_cases(patients: Sequence[Any], extractor: Any, reconciler: Any) -> list[CiteCase]:
@@ -61,10 +51,10 @@ def collect_cite_cases(patients: Sequence[Any], extractor: Any, reconciler: Any)
 
 def cite_case(key: str, scenario: dict, memory: MemoryDraft, cited: Sequence[Citation], record: Any, session_text: str) -> CiteCase:
     expected = scenario.get("fhir_refs", [])
-    have = [_cite_ref(c) for c in cited]
+    have = [c.as_dict() for c in cited]
     case = CiteCase(key, scenario["id"], any(_ref_matches(c, e) for c in have for e in expected), len(have))
     for entry, features in candidate_features(memory.quote, memory.category, record, session_text=session_text, cited=cited):
-        ref = _ref(entry)
+        ref = Citation.of(entry).as_dict()
         if any(_ref_matches(ref, c) or _ref_matches(c, ref) for c in have):
             continue
         case.candidates.append((features, any(_ref_matches(ref, e) for e in expected)))

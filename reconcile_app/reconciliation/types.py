@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reconcile_app.fhir.clinical import ClinicalEntry
 
 
 class FindingKind(StrEnum):
@@ -43,6 +47,12 @@ class Citation:
     system: str = ""
     code: str = ""
     display: str = ""
+
+    @classmethod
+    def of(cls, entry: ClinicalEntry) -> Citation:
+        """The citation of a record entry: its type, id, primary coding and display."""
+        coding = entry.primary_coding
+        return cls(entry.resource_type, entry.id, coding.system if coding else "", coding.code if coding else "", entry.display)
 
     def as_dict(self) -> dict[str, str]:
         return {"resourceType": self.resource_type, "id": self.id, "system": self.system, "code": self.code, "display": self.display}

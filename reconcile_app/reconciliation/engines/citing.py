@@ -377,9 +377,7 @@ def add_citations(ranker: CitationRanker, memories: Sequence[MemoryDraft], draft
             session_links = linked_entries(session_text, record, load_knowledge()) if session_text else {}
         for r in ranker.extra(m.quote, m.category, record, d.citations, session_text=session_text, limit=limit, threshold=threshold,
                               session_links=session_links):
-            coding = r.entry.primary_coding
-            d.citations.append(Citation(r.entry.resource_type, r.entry.id, coding.system if coding else "", coding.code if coding else "",
-                                        r.entry.display))
+            d.citations.append(Citation.of(r.entry))
             d.gate_notes.append(f"cited {r.entry.resource_type}/{r.entry.id} ({ranker.version} {r.score:.2f}: {', '.join(r.why)})"[:200])
 
 

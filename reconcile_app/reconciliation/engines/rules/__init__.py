@@ -24,7 +24,7 @@ from reconcile_app.narrative.types import Assertion, MemoryDraft, Subject
 from reconcile_app.reconciliation.gate import citation_gate
 from reconcile_app.reconciliation.knowledge import load_knowledge, regex_text
 from reconcile_app.reconciliation.matching import RecordIndex
-from reconcile_app.reconciliation.types import FindingDraft, Severity
+from reconcile_app.reconciliation.types import Citation, FindingDraft, Severity
 
 from ..base import Reconciler
 from ..judge import Judge
@@ -40,7 +40,7 @@ from .procedure import ProcedureRules
 from .cues import PREGNANT
 from .cues import pattern as cue_pattern_of
 from .verdict import (
-    CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _CONCEPT_ATTRIBUTES, _citation,
+    CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _CONCEPT_ATTRIBUTES,
     _elapsed, _only_the_patient_in, _record_category, _repeat_key, _sentences, _text,
 )
 
@@ -127,7 +127,7 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             # set on a medium finding (a stopped controller inhaler) from the tables
             safety_critical=bool((v.safety or v.severity == Severity.HIGH) and discrepancy),
             category=str(v.category),
-            citations=[_citation(e) for e in v.cites],
+            citations=[Citation.of(e) for e in v.cites],
             explanation=_sentences(v.explanation, MAX_EXPLANATION),
             rule=v.rule,
             engine=self.name,

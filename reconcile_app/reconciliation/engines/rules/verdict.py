@@ -10,7 +10,7 @@ from reconcile_app.fhir.clinical import ClinicalEntry
 from reconcile_app.narrative.types import MemoryDraft
 from reconcile_app.reconciliation.knowledge import Knowledge, norm, regex_text, split_sentences
 from reconcile_app.reconciliation.matching import RecordIndex
-from reconcile_app.reconciliation.types import Citation, FindingCategory, FindingKind, SEVERITY_RANK, Severity
+from reconcile_app.reconciliation.types import FindingCategory, FindingKind, SEVERITY_RANK, Severity
 
 from .cues import FIRST_SUBJECT, PAST_EXPRESSION, RELATION, THIRD_PRONOUN
 from .cues import pattern as cue_pattern_of
@@ -81,11 +81,6 @@ class Context:
 
 def _severity_max(*levels: str) -> str:
     return max((lv for lv in levels if lv), key=lambda lv: SEVERITY_RANK.get(lv, 0), default=Severity.LOW)
-
-
-def _citation(entry: ClinicalEntry) -> Citation:
-    coding = entry.primary_coding
-    return Citation(entry.resource_type, entry.id, coding.system if coding else "", coding.code if coding else "", entry.display)
 
 
 def _order_text(entry: ClinicalEntry) -> str:
