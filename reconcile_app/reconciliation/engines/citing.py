@@ -24,7 +24,6 @@ OWN_TYPES = {
     "condition": ("Condition",), "symptom": ("Condition",), "procedure": ("Procedure",), "immunization": ("Immunization",),
     "measurement": ("Observation",), "care_activity": ("CarePlan",),
 }
-MEDS = ("MedicationRequest", "MedicationStatement")
 # Hand weights: a direct naming outranks a link through a table, which outranks shared words; a current entry is
 # what a reviewer opens first. Used when no learned model is shipped (and as the baseline the trainer must beat).
 HAND_WEIGHTS = {
@@ -123,7 +122,8 @@ def _med_features(me_names: set[str], me_classes: set[str], m: Mentions, partner
     return f
 
 
-def _condition_features(concepts: set[str], m: Mentions, partners: set[str], indications: set[str], site_hit: bool) -> dict[str, float]:
+def _condition_features(concepts: set[str], m: Mentions, partners: set[str], indications: set[str], site_hit: bool,
+                        kb: Knowledge) -> dict[str, float]:
     f: dict[str, float] = {}
     if concepts & m.concepts:
         f["concept"] = 1.0
@@ -135,7 +135,7 @@ def _condition_features(concepts: set[str], m: Mentions, partners: set[str], ind
         f["interacts"] = 1.0
     if {c for flag in m.flags for c in flag.conditions} & concepts:
         f["flag_condition"] = 1.0
-    if {c for k in m.measures for c in load_knowledge().measures[k].conditions} & concepts:
+    if {c for k in m.measures for c in kb.measures[k].conditions} & concepts:
         f["measure_condition"] = 1.0
     if site_hit:
         f["site"] = 1.0
@@ -185,7 +185,7 @@ def linked_entries(text: str, record: ClinicalRecord, kb: Knowledge) -> dict[tup
     site_conditions = {c for s in kb.sites if s.id in m.sites for c in s.conditions}
     for ce in idx.conditions:
         site_hit = bool(m.sites and (sites_in_text(ce.entry.display, kb) & m.sites or ce.concepts & site_conditions))
-        out.append((ce.entry, _condition_features(ce.concepts, m, partners, indications, site_hit) | _display_word(ce.entry, said)))
+        out.append((ce.entry, _condition_features(ce.concepts, m, partners, indications, site_hit, kb) | _display_word(ce.entry, said)))
     linked = {e.id for e, f in out if e.resource_type == "Condition" and f and e.state == State.ACTIVE}
     for ae in idx.allergies:
         hit = {"allergen": 1.0} if ae.allergens & m.allergens or ae.drug_names & m.drugs else {}
@@ -217,13 +217,12 @@ def _display_word(entry: ClinicalEntry, said: set[str]) -> dict[str, float]:
 def _through_cited(record: ClinicalRecord, cited: Sequence[Citation], kb: Knowledge) -> dict[tuple[str, str], dict[str, float]]:
     """Entries a reviewer opens beside what the finding already cites: the condition a cited drug treats, the care plan
     addressing a cited condition or naming a cited drug, the drug that treats a cited condition."""
-    idx = RecordIndex(record, kb)
     entries = [record.get(c.resource_type, c.id) for c in cited]
     text = " ".join(e.display for e in entries if e is not None)
     if not text:
         return {}
-    return {key: {f"c:{k}": v for k, v in f.items()} for key, (_, f) in linked_entries(text, record, kb).items()
-            if key not in {(c.resource_type, c.id) for c in cited} and idx is not None}
+    own = {(c.resource_type, c.id) for c in cited}
+    return {key: {f"c:{k}": v for k, v in f.items()} for key, (_, f) in linked_entries(text, record, kb).items() if key not in own}
 
 
 Links = dict[tuple[str, str], tuple[ClinicalEntry, dict[str, float]]]

@@ -28,7 +28,7 @@ from reconcile_app.core.cues import cues_load
 from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, MemoryOp, Subject
-from reconcile_app.reconciliation.engines.citing import CitationRanker, add_citations
+from reconcile_app.reconciliation.engines.citing import OWN_TYPES, CitationRanker, add_citations
 from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "learned" / "judge.json"
@@ -36,11 +36,6 @@ MODEL_PATH = Path(__file__).resolve().parent.parent / "learned" / "judge.json"
 # its kind (contradiction or gap), whether it is safety-critical, and the severity of a turn the rules did not rate.
 OUTCOME_PATHS = {name: MODEL_PATH.with_name(f"judge-{name}.json") for name in ("kind", "safety", "severity")}
 CLINICAL = frozenset({"medication", "condition", "symptom", "allergy", "procedure", "immunization", "measurement", "care_activity"})
-_RECORD_TYPE_OF = {
-    "medication": ("MedicationRequest", "MedicationStatement"), "allergy": ("AllergyIntolerance",),
-    "condition": ("Condition",), "symptom": ("Condition",), "procedure": ("Procedure",), "immunization": ("Immunization",),
-    "measurement": ("Observation",), "care_activity": ("CarePlan",),
-}
 
 
 # data/cues/judge_floor.json: an event placed in a past year ("back in '18", "in January twenty twenty-three")
@@ -78,7 +73,7 @@ def finding_dense(memory: MemoryDraft, draft: FindingDraft, record: ClinicalReco
     if a.get("record_ref") and who == "self":
         dense[f"record_ref:{memory.category}"] = 1.0
     dense[f"cites:{min(len(draft.citations), 3)}"] = 1.0
-    own_types = _RECORD_TYPE_OF.get(memory.category, ())
+    own_types = OWN_TYPES.get(memory.category, ())
     for c in draft.citations[:4]:
         entry = record.get(c.resource_type, c.id)
         state = entry.state if entry is not None else "missing"
@@ -303,7 +298,7 @@ def _kind(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> s
     to it is news beside the record (a gap), not a conflict with it."""
     if draft.kind == FindingKind.AGREEMENT:
         return FindingKind.GAP
-    own = _RECORD_TYPE_OF.get(memory.category, ())
+    own = OWN_TYPES.get(memory.category, ())
     for c in draft.citations:
         entry = record.get(c.resource_type, c.id)
         if entry is not None and c.resource_type in own and entry.state == State.ACTIVE:
