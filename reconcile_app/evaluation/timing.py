@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconcile_app.core.gcpolicy import gc_paused
+
 
 @dataclass
 class ReplayTimings:
@@ -68,8 +70,6 @@ def engines_timed(engine: str | None, *, warm: bool = False) -> Iterator[ReplayT
     back on exit."""
     from reconcile_app.narrative.engines import get_extractor
     from reconcile_app.reconciliation.engines import get_reconciler
-
-    from reconcile_app.core.gcpolicy import gc_paused
 
     timings = ReplayTimings()
     started, cpu = time.perf_counter(), time.thread_time()

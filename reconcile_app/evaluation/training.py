@@ -290,7 +290,7 @@ def fold_of(patients: Sequence[Patient], folds: int) -> dict[str, int]:
 
 def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: Any, detector_of: Callable[[str], Any]) -> Corpus:
     """Run the whole rules pipeline (extraction, the turn detector, reconciliation without the judge), one case per turn."""
-    from reconcile_app.reconciliation.engines.judge import affirmed_now, pick, turn_dense
+    from reconcile_app.reconciliation.engines.judge import floor_holds, pick, turn_dense
     from reconcile_app.reconciliation.gate import citation_gate
 
     cases: list[TurnCase] = []
@@ -315,9 +315,7 @@ def collect_turn_cases(patients: Sequence[Patient], extractor: Any, reconciler: 
                 mems, outs = [drafts[i] for i in indexes], [findings[i] for i in indexes]
                 sc = positives.get(turn_id)
                 chosen = pick(mems, outs)
-                # the judge's safety floor (Judge.decide_turn): high-rated safety-critical discrepancies the patient affirms now
-                floors = [f.kind in ("contradiction", "gap") and f.safety_critical and f.severity == "high" and affirmed_now(m)
-                          for m, f in zip(mems, outs)]
+                floors = [floor_holds(m, f) for m, f in zip(mems, outs)]  # what the judge keeps at any score
                 cases.append(TurnCase(
                     patient.key, session.id, turn_id, in_scenario, sc is not None,
                     {k: sc.get(k) for k in ("kind", "severity", "safety_critical", "category")} if sc else None,

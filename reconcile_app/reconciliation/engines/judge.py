@@ -144,6 +144,12 @@ def affirmed_now(memory: MemoryDraft) -> bool:
     return memory.subject == Subject.PATIENT and memory.assertion == Assertion.AFFIRMED and not retold_past(memory)
 
 
+def floor_holds(memory: MemoryDraft, draft: FindingDraft) -> bool:
+    """The safety floor: a discrepancy the sourced tables call safety-critical and rate high (acute harm) that the
+    patient affirms now is kept whatever the judge scores (Judge.decide_turn; training simulates the same)."""
+    return draft.kind in DISCREPANCY_KINDS and draft.safety_critical and draft.severity == Severity.HIGH and affirmed_now(memory)
+
+
 # Agreements where the record has caught up with the change the patient reports (the order is now stopped, the allergy
 # now inactive): raising them would undo truth maintenance, re-opening as news what an EHR update just resolved
 # (memory-ledger revision: a fact superseded by a later record version is closed, not re-asserted).
@@ -237,7 +243,7 @@ class Judge:
                     d.gate_notes.append(f"{note}: raised for review")
                 self.characterise(d, dense or {}, raised=raised)
                 continue
-            if d.kind in DISCREPANCY_KINDS and d.safety_critical and d.severity == Severity.HIGH and affirmed_now(m):
+            if floor_holds(m, d):
                 # The safety floor, as in the hybrid engine: a statistical filter may quiet noise, never a
                 # discrepancy the sourced tables call safety-critical and rate high (acute harm: a red flag for
                 # same-day care, a dangerous interaction) that the patient affirms now. A retold history, another
