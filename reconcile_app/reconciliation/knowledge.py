@@ -148,6 +148,10 @@ class RedFlag:
         except re.error:
             return None
 
+    def hits(self, text: str) -> list[re.Match[str]]:
+        """Every place the text says the row's words, pattern by pattern, denied or not (the rules weigh each place)."""
+        return [hit for p in self.patterns for hit in p.finditer(text)]
+
     def matches(self, text: str) -> bool:
         """A pattern hit that is not negated just before it ("no chest pain", "without any dizziness")."""
         joined = self._any_pattern

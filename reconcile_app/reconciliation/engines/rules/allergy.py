@@ -9,7 +9,7 @@ from reconcile_app.reconciliation.knowledge import Knowledge, regex_text, split_
 from reconcile_app.reconciliation.matching import DrugMention, allergens_in_text, drugs_in_text
 from reconcile_app.reconciliation.types import Severity
 
-from .cues import ALLERGY_NOT_MINE, ALLERGY_RECALLED, ENVIRONMENTAL, EXPOSURE, FIRST_PERSON_USE, REACTION, THIRD_PERSON, TOLERATED
+from .cues import ALLERGY_NOT_MINE, ALLERGY_RECALLED, ENVIRONMENTAL, EXPOSURE, REACTION, TOLERATED, about_someone_else
 from .cues import pattern as cue_pattern_of
 
 # data/cues/cond_plans.json: "if I took it I'd break out" is a counterfactual, not an exposure
@@ -67,9 +67,7 @@ class AllergyRules:
         if active:
             # the exposure may be told in the turn around the reaction ("took one Sunday... my lips felt puffy")
             exposed = EXPOSURE.search(quote) or ((stated == "new" or reaction) and EXPOSURE.search(regex_text(ctx.around(m))))
-            # "his cardiologist keeps him on it" with no word of the patient's own use: another person's exposure
-            others = bool(THIRD_PERSON.search(quote)) and not FIRST_PERSON_USE.search(quote)
-            if mention.drugs and exposed and not _counterfactual(quote) and not others:
+            if mention.drugs and exposed and not _counterfactual(quote) and not about_someone_else(quote):
                 v = Verdict(CONTRA, Cat.ALLERGY, "allergy-listed-allergen-reaction", Severity.MEDIUM, False,
                             f"Record lists {_short(active[0])} as an active allergy; patient reports being given it again.")
                 self._anaphylaxis(v, quote, ctx)

@@ -217,7 +217,7 @@ class CarePlanRules:
         """The words of the symptoms the quote speaks of, said or denied (the red-flag table's lay words): a plan names
         symptoms as what to call about ("chest pain: take one nitroglycerin"), so "no chest pain since" or "no fever"
         shares its words without stopping anything the plan asks."""
-        spans = [hit.span() for flag in self.kb.red_flags for p in flag.patterns for hit in p.finditer(quote)]
+        spans = [hit.span() for flag in self.kb.red_flags for hit in flag.hits(quote)]
         said = {w for start, end in spans for w in norm(quote[start:end]).split()}
         normed = f" {norm(quote).strip()} "
         said |= {w for term in _symptom_terms() if f" {term} " in normed for w in term.split()}

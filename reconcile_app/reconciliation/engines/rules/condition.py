@@ -159,7 +159,7 @@ class ConditionRules:
         neither the quote nor its turn says it changed."""
         if not flag.conditions or not ctx.idx.conditions_for(set(flag.conditions)) or CHANGE_WORDS.search(turns or text):
             return False
-        hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+        hits = flag.hits(text)
         if not hits:
             return False
         if all(HABITUAL_GET.search(text[max(0, hit.start() - 40):hit.start()]) for hit in hits):
@@ -567,7 +567,7 @@ CONDITION_ORDER = (
 def _clauses_before(flag: RedFlag, text: str) -> list[str]:
     """The clause leading up to each place the text says the flag's words (at most 120 characters back to a break)."""
     out = []
-    for hit in (hit for p in flag.patterns for hit in p.finditer(text)):
+    for hit in flag.hits(text):
         before = text[max(0, hit.start() - 120):hit.start()]
         breaks = list(_CLAUSE_BREAK.finditer(before))
         out.append(before[breaks[-1].end():] if breaks else before)
@@ -596,7 +596,7 @@ def _lessened(flag: RedFlag, text: str, said: int | None = None) -> bool:
         return False
     graded_words = said is not None and any(LESSENED.search(text[:w.start()]) and not _CONTRAST.search(text[w.start():said])
                                             for w in re.finditer(r"\w+", text[:said]))
-    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+    hits = flag.hits(text)
     return bool(hits) and all(graded_words if said is not None and hit.start() >= said
                               else LESSENED.search(text[max(0, hit.start() - 40):hit.start()]) for hit in hits)
 
@@ -606,7 +606,7 @@ def _only_evaluative_hopeless(flag: RedFlag, text: str) -> bool:
     printer is hopeless"): an evaluative adjective, not hopelessness. Any other self-harm word keeps the flag."""
     if flag.id != "suicidal":
         return False
-    hits = [hit for p in flag.patterns for hit in p.finditer(text)]
+    hits = flag.hits(text)
     frames = [frame.span() for frame in HOPELESS_EVALUATIVE.finditer(text)]
     return bool(hits) and all(hit.group(0).lower() == "hopeless" and any(a <= hit.start() < b for a, b in frames) for hit in hits)
 

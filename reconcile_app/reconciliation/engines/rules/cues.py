@@ -135,6 +135,11 @@ THIRD_PERSON = pattern("third_person")
 FIRST_PERSON_USE = pattern("first_person_use")
 
 
+def about_someone_else(quote: str) -> bool:
+    """The quote speaks of a third person ("his cardiologist keeps him on it") with no word of the patient's own use."""
+    return bool(THIRD_PERSON.search(quote)) and not FIRST_PERSON_USE.search(quote)
+
+
 MODAL_START = pattern("modal_start")
 
 

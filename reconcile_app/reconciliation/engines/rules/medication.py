@@ -12,9 +12,9 @@ from reconcile_app.reconciliation.matching import DrugMention, MedMatch, drugs_i
 from reconcile_app.reconciliation.types import Severity
 
 from .cues import (
-    BRIEF_DISCONNECT, BROAD_CLASSES, CLAUSE_SPLIT, CURRENT_USE, DEVICE_OFF, FIRST_PERSON_USE, HALF, LESS, MG,
+    BRIEF_DISCONNECT, BROAD_CLASSES, CLAUSE_SPLIT, CURRENT_USE, DEVICE_OFF, HALF, LESS, MG,
     MODAL_START, MORE, OCCASIONAL, ONCE, OTC_CLASSES, OTHER_SOURCE, POSSESSION_RETRACTED, RECORD_MG, REGULAR, RESUME, SKIP, SKIP_HABIT,
-    START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, THIRD_PERSON, TOLERATED, WORD_NUM, pattern,
+    START, STOP, STOP_REFERRING, SUPPLY_RESUMED, TABLETS, TOLERATED, WORD_NUM, about_someone_else, pattern,
 )
 from .dosing import ScheduleConflict, schedule_conflict
 from .verdict import (
@@ -242,7 +242,7 @@ class MedicationRules:
 
     def _medication(self, m: MemoryDraft, ctx: Context) -> Verdict:
         """Who takes it, which drug, then the first rule of MEDICATION_ORDER that decides."""
-        if THIRD_PERSON.search(regex_text(m.quote)) and not FIRST_PERSON_USE.search(regex_text(m.quote)):
+        if about_someone_else(regex_text(m.quote)):
             return Verdict(NCR, Cat.MEDICATION, "subject-other-in-quote", explanation="The quote describes someone else's medicine.")
         if _possession_retracted(m, ctx):
             return Verdict(NCR, Cat.MEDICATION, "subject-other-repaired", explanation="The patient corrects 'my' to someone else's medicine.")
