@@ -16,7 +16,7 @@ def rules_extractor(assertion: str | None = None) -> RulesExtractor:
     memory for the reconciler's judge to weigh) has its own tests (test_delta.py) and is measured end to end by the
     replay scores; its operating point moves with every retrain, the rules' reading must not."""
     engine = RulesExtractor(assertion=assertion)
-    engine.__dict__["_delta"] = DeltaDetector.from_models(None, None)
+    engine.delta = DeltaDetector.from_models(None, None)
     return engine
 
 

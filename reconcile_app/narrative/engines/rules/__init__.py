@@ -90,6 +90,11 @@ class RulesExtractor(Extractor):
             detector = self.__dict__["_delta"] = DeltaDetector()
         return detector
 
+    @delta.setter
+    def delta(self, detector: DeltaDetector) -> None:
+        """Another turn detector (a rules-only engine: DeltaDetector.from_models(None, None))."""
+        self.__dict__["_delta"] = detector
+
     def analyse_session(
         self,
         session: SessionInput,
