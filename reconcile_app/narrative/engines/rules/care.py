@@ -126,10 +126,8 @@ def _s_vaccine_list(s: SentenceScope) -> None:
 
 def _shot_antecedent(before: str) -> bool:
     """The nearest countable noun a following 'one' can stand for is a shot noun (not a test, case or infection)."""
-    last = None
-    for last in _ONE_ANTECEDENT.finditer(before[-300:]):
-        pass
-    return last is not None and last.group("shot") is not None
+    nouns = list(_ONE_ANTECEDENT.finditer(before[-300:]))
+    return bool(nouns) and nouns[-1].group("shot") is not None
 
 
 def _s_vaccine_one(s: SentenceScope) -> None:
