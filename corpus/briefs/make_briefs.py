@@ -326,6 +326,37 @@ CLINICAL_ROUND10 = [
 
 ROUND10_AUTHORS = {"mia": 6, "ned": 6, "ora": 6, "pax": 6}
 
+# Round 11 (tune split, 2026-12-01 third session): twenty-four more pictures, four new authors writing six each,
+# with more primary-care polypharmacy and common conditions, so the learned layer meets everyday records too.
+CLINICAL_ROUND11 = [
+ ("primary care", "59", "f", "type 2 diabetes on metformin and sitagliptin, hypertension on amlodipine and hydrochlorothiazide, knee osteoarthritis, a past gastric ulcer"),
+ ("primary care", "72", "m", "hypertension, hyperlipidemia on simvastatin, benign prostatic hyperplasia on finasteride and doxazosin, hearing loss, a pacemaker for heart block"),
+ ("primary care", "45", "f", "obesity on a weekly GLP-1 injection, depression on bupropion, hypothyroidism, chronic low back pain"),
+ ("cardiology", "68", "m", "peripheral artery disease with claudication on cilostazol and aspirin, a walking program in the plan, type 2 diabetes, current smoker"),
+ ("cardiology", "55", "f", "hypertrophic cardiomyopathy on a beta blocker, no heavy lifting or competitive sport in the plan, atrial flutter on rivaroxaban, migraine"),
+ ("cardiology", "80", "m", "aortic stenosis awaiting a valve procedure, heart failure on furosemide, CKD stage 3a, gout, lives with his wife"),
+ ("nephrology", "61", "m", "polycystic kidney disease on tolvaptan (liver tests monitored), hypertension on ramipril, kidney stones, high fluid intake in the plan"),
+ ("transplant", "48", "f", "lung transplant 3 years ago for cystic fibrosis on tacrolimus, azathioprine and prednisone, CF-related diabetes, pancreatic enzymes with meals"),
+ ("oncology", "66", "m", "lung cancer on osimertinib, a past pulmonary embolism on apixaban, COPD, weight loss watched in the plan"),
+ ("oncology", "52", "f", "multiple myeloma on lenalidomide with aspirin for clot prevention, dexamethasone weekly, bone pain, shingles prophylaxis with acyclovir"),
+ ("HIV", "46", "f", "HIV on a single-tablet regimen with rilpivirine (acid reducers restricted in the plan), depression, osteopenia, smoker cutting down"),
+ ("pregnancy", "29", "f", "pregnant at 20 weeks with epilepsy on lamotrigine (levels watched), high-dose folic acid, a history of postpartum depression"),
+ ("postpartum", "36", "f", "three months postpartum after preeclampsia, on nifedipine, breastfeeding, iron deficiency, a blood pressure log in the plan"),
+ ("psychiatry", "58", "m", "recurrent depression on an MAOI (phenelzine) with a tyramine diet in the plan, hypertension, chronic pain"),
+ ("psychiatry", "33", "f", "opioid use disorder on methadone from a clinic, hepatitis C untreated, anxiety, smoker, irregular periods"),
+ ("neurology", "50", "m", "myasthenia gravis on pyridostigmine and azathioprine, thymectomy in the past, hypertension, a list of drugs to avoid in the plan"),
+ ("neurology", "76", "f", "trigeminal neuralgia on carbamazepine (sodium watched), osteoporosis, a past stroke on clopidogrel, lives alone"),
+ ("GI", "40", "m", "celiac disease and microscopic colitis, iron deficiency on oral iron, anxiety on sertraline, a gluten-free diet in the plan"),
+ ("liver", "63", "f", "fatty liver disease with early cirrhosis, type 2 diabetes on insulin, hypertension, no alcohol in the plan, obesity"),
+ ("rheumatology", "47", "f", "psoriatic arthritis on secukinumab injections and methotrexate, fatty liver, depression, on naproxen as needed"),
+ ("endocrinology", "54", "m", "acromegaly after pituitary surgery on octreotide injections, sleep apnea on CPAP, type 2 diabetes, hypertension"),
+ ("lung", "62", "f", "pulmonary hypertension on sildenafil and ambrisentan, oxygen at night, heart failure symptoms, a salt and fluid limit"),
+ ("lung", "35", "m", "severe asthma on a biologic injection (dupilumab) and budesonide-formoterol, nasal polyps, aspirin-exacerbated respiratory disease"),
+ ("geriatrics", "86", "m", "moderate dementia in a care home with a daughter who types, atrial fibrillation on apixaban, swallowing difficulty with a thickened diet, recurrent urinary infections"),
+]
+
+ROUND11_AUTHORS = {"ray": 6, "sam": 6, "ted": 6, "una": 6}
+
 
 def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
     """One patient's section of an author's brief file (the same layout in every round)."""
@@ -401,5 +432,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND8, authors=ROUND8_AUTHORS, seed=20261207)
     write_round(out, clinical_list=CLINICAL_ROUND9, authors=ROUND9_AUTHORS, seed=20261208)
     write_round(out, clinical_list=CLINICAL_ROUND10, authors=ROUND10_AUTHORS, seed=20261209)
+    write_round(out, clinical_list=CLINICAL_ROUND11, authors=ROUND11_AUTHORS, seed=20261210)
 
 main()
