@@ -27,6 +27,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from reconcile_app.evaluation.breakdown import breakdown, breakdown_report, learned_change, origin_of  # noqa: E402
 from reconcile_app.evaluation.scoring import Scores, score_patient  # noqa: E402
 from reconcile_app.fhir.clinical import ClinicalRecord, build_clinical_record, resources_from_bundle  # noqa: E402
 from reconcile_app.narrative.engines import get_extractor  # noqa: E402
@@ -97,7 +98,8 @@ def _results_add(results: dict, session_id: str, memories: list[MemoryDraft], dr
             "id": f"f{len(results['findings']) + 1}", "memory_id": mid, "session_id": session_id, "turn_ids": list(memory.turn_ids),
             "kind": draft.kind, "severity": draft.severity, "safety_critical": draft.safety_critical, "category": draft.category,
             "fhir_refs": [c.as_dict() for c in draft.citations], "explanation": draft.explanation, "rule": draft.rule,
-            "gate_notes": list(draft.gate_notes),
+            "gate_notes": list(draft.gate_notes), "origin": origin_of(draft.rule, draft.gate_notes),
+            "learned": learned_change(draft.gate_notes),
         })
 
 
@@ -229,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dev", default="p01,p02,p03,p04,p05", help="the development group; the rest is reported as held out")
     parser.add_argument("--detail", default=None, help="patients whose misses and false alarms are printed (default: the dev group)")
     parser.add_argument("--patients", default="", help="only these patients")
+    parser.add_argument("--breakdown", action="store_true", help="also print false discrepancies and traps taken in counts, by how they were raised")
     parser.add_argument("--out", default="", help="write per-patient results.json files into this folder")
     args = parser.parse_args(argv)
 
@@ -278,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         print_breakdowns(groups["dev"], "dev")
     if groups["held_out"].scenarios:
         print_breakdowns(groups["held_out"], "held out")
+    if args.breakdown:
+        print("\n" + breakdown_report(breakdown(groups["all"])))
     if detail:
         combined = Scores()
         combined.merge(groups["all"])

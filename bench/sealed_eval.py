@@ -3,6 +3,7 @@
     python bench/sealed_eval.py                       # once per engine minor version; appends to SCORES.jsonl
     python bench/sealed_eval.py --force "why again"   # a second score of the same minor version, with the reason kept
     python bench/sealed_eval.py --validation          # the validation split (corpus/val): aggregates only, any number of times
+    python bench/sealed_eval.py --validation --breakdown   # plus false alarms and traps taken in counts, by how they were raised
     python bench/sealed_eval.py --fresh               # the fresh split (corpus/fresh): a second sealed test, once per version
 
 The sealed patients live in corpus/sealed/sealed.tar.gz and are never opened by whoever changes the engines:
@@ -30,6 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from reconcile_app.evaluation.breakdown import breakdown_report  # noqa: E402  (pure: no Django needed)
 SEALED = ROOT / "corpus" / "sealed"
 ARCHIVE = SEALED / "sealed.tar.gz"
 LOG = SEALED / "SCORES.jsonl"
@@ -73,7 +76,7 @@ def already_scored(versions: dict[str, str], log: Path) -> dict | None:
     return None
 
 
-def score(archive: Path, engine: str | None) -> tuple[dict, float]:
+def score(archive: Path, engine: str | None, *, breakdown: bool = False) -> tuple[dict, float, dict | None]:
     with tempfile.TemporaryDirectory(prefix="sealed-") as tmp:
         os.chmod(tmp, 0o700)
         data, results = Path(tmp) / "data", Path(tmp) / "results"
@@ -91,12 +94,15 @@ def score(archive: Path, engine: str | None) -> tuple[dict, float]:
         if done.returncode != 0:
             raise SystemExit(f"replay failed (exit {done.returncode}); rerun on a non-sealed set to debug")
         elapsed = time.monotonic() - started
-        summary_path = Path(tmp) / "summary.json"
-        done = subprocess.run([sys.executable, "manage.py", "evaluate", str(dataset), str(results), "--json", str(summary_path)],
-                              cwd=ROOT, env=env, capture_output=True, text=True)
+        summary_path, breakdown_path = Path(tmp) / "summary.json", Path(tmp) / "breakdown.json"
+        evaluate = [sys.executable, "manage.py", "evaluate", str(dataset), str(results), "--json", str(summary_path)]
+        if breakdown:
+            evaluate += ["--breakdown-json", str(breakdown_path)]
+        done = subprocess.run(evaluate, cwd=ROOT, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"evaluate failed (exit {done.returncode})")
-        return json.loads(summary_path.read_text(encoding="utf-8"))["end_to_end"], elapsed
+        counts = json.loads(breakdown_path.read_text(encoding="utf-8")) if breakdown else None
+        return json.loads(summary_path.read_text(encoding="utf-8"))["end_to_end"], elapsed, counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,7 +115,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="score the validation split (corpus/val) instead: aggregates only, no once-per-version limit")
     parser.add_argument("--fresh", action="store_true",
                         help="score the fresh split (corpus/fresh) instead: aggregates only, once per engine minor version")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="validation only: false discrepancies and traps taken in counts, by category, kind, severity, "
+                             "how they were raised and the rule's family (no text, no ids)")
     args = parser.parse_args(argv)
+    if args.breakdown and not args.validation:
+        # the sealed and fresh splits are tests: one aggregate score per version, nothing that could steer a rule
+        print("--breakdown is for the validation split only (--validation); the sealed and fresh splits give aggregates only",
+              file=sys.stderr)
+        return 2
     if args.validation:
         args.archive, args.log = VALIDATION / "val.tar.gz", VALIDATION / "SCORES.jsonl"
     elif args.fresh:
@@ -123,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"already scored at {minor(versions['extractor'])} + {minor(versions['reconciler'])} on {earlier['at']}; "
               "bump the engine minor version, or pass --force \"reason\"", file=sys.stderr)
         return 3
-    summary, elapsed = score(args.archive, args.engine)
+    summary, elapsed, counts = score(args.archive, args.engine, breakdown=args.breakdown)
     row = {
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **versions,
@@ -142,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         v = row["scores"].get(k)
         if v is not None:
             print(f"  {k:40s} {v:.3f}" if isinstance(v, float) else f"  {k:40s} {v}")
+    if counts is not None:
+        print()
+        print(breakdown_report(counts))
     return 0
 
 

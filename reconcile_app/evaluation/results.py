@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconcile_app.evaluation.breakdown import learned_change, origin_of
 from reconcile_app.fhir.models import Patient
 from reconcile_app.narrative.models import ExtractionRun, Memory
 from reconcile_app.reconciliation.models import Finding, ReconciliationRun
@@ -44,7 +45,7 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
     findings_by_run: dict[int, list[Finding]] = {}
     for finding in (Finding.objects.filter(run_id__in=[r.pk for r in reconciliation.values()])
                     .select_related("memory", "memory__turn").order_by("memory__seq", "id")
-                    .defer("justification", "gate_notes", *(f"memory__{name}" for name in _UNREAD_MEMORY))):
+                    .defer("justification", *(f"memory__{name}" for name in _UNREAD_MEMORY))):
         findings_by_run.setdefault(finding.run_id, []).append(finding)
     memories: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
@@ -71,6 +72,11 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
                 "safety_critical": finding.safety_critical,
                 "fhir_refs": [{k: c.get(k, "") for k in REF_KEYS} for c in finding.citations],
                 "explanation": finding.explanation,
+                # how it was raised, as codes (evaluation/breakdown.py counts false alarms by them; no clinical text)
+                "category": finding.category,
+                "rule": finding.rule,
+                "origin": origin_of(finding.rule, finding.gate_notes),
+                "learned": learned_change(finding.gate_notes),
             })
     return {"patient": patient.reference, "memories": memories, "findings": findings}
 

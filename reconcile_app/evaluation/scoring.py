@@ -109,6 +109,11 @@ def _top(findings: list[dict], expected: list[dict]) -> dict:
     return max(findings, key=key)
 
 
+def _provenance(finding: dict) -> dict[str, Any]:
+    """What a finding carries about how it was raised (codes, no text): evaluation/breakdown.py counts by these."""
+    return {k: finding.get(k, "") for k in ("category", "rule", "origin", "learned")} | {"safety_critical": bool(finding.get("safety_critical"))}
+
+
 def score_patient(*, labels: dict, results: dict, session_ids: list[str]) -> Scores:
     discrepancies = [f for f in results.get("findings", []) if f.get("kind") in DISCREPANCY]
     by_session: dict[str, list[dict]] = defaultdict(list)
@@ -151,7 +156,8 @@ def score_patient(*, labels: dict, results: dict, session_ids: list[str]) -> Sco
             memory = memories.get(f.get("memory_id"), {})
             scores.false_discrepancies.append(
                 {"patient": patient, "session_id": sid, "turn_ids": f.get("turn_ids", []), "kind": f.get("kind"),
-                 "severity": f.get("severity"), "memory": memory.get("content", ""), "explanation": f.get("explanation", "")}
+                 "severity": f.get("severity"), "memory": memory.get("content", ""), "explanation": f.get("explanation", ""),
+                 **_provenance(f)}
             )
     for trap in labels.get("traps", []):
         scores.traps += 1
@@ -159,6 +165,6 @@ def score_patient(*, labels: dict, results: dict, session_ids: list[str]) -> Sco
         if hits:
             scores.trap_violations.append(
                 {"patient": patient, "session_id": trap.get("session_id"), "turn_ids": trap.get("turn_ids"), "why": trap.get("why", ""),
-                 "kinds": sorted({f.get("kind", "") for f in hits})}
+                 "kinds": sorted({f.get("kind", "") for f in hits}), "hits": [{"kind": f.get("kind"), **_provenance(f)} for f in hits]}
             )
     return scores

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from reconcile_app.evaluation.breakdown import breakdown
 from reconcile_app.evaluation.report import cascade_report, load_json, score_dataset, scores_report
 from reconcile_app.evaluation.runner import dataset_folders, isolated_transcript, replay_patient
 from reconcile_app.evaluation.scratch import celery_in_process, quiet_logs, scratch_database
@@ -24,6 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--engine", choices=["rules", "llm", "hybrid"], default=None)
         parser.add_argument("--patients", default="", help="comma-separated folder names")
         parser.add_argument("--json", type=Path, default=None, help="also write the summary numbers here")
+        parser.add_argument("--breakdown-json", type=Path, default=None,
+                            help="also write false discrepancies and traps taken here, in counts by how they were raised (no text)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         dataset: Path = options["dataset"]
@@ -43,6 +46,8 @@ class Command(BaseCommand):
             self.stdout.write("")
             self.stdout.write(cascade_report(scores, iso_scores))
             summary["isolated"] = iso_scores.summary()
+        if options["breakdown_json"]:
+            options["breakdown_json"].write_text(json.dumps(breakdown(scores), indent=1), encoding="utf-8")
         if options["json"]:
             options["json"].write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
