@@ -107,10 +107,26 @@ def trap_rows(scores: Scores) -> list[dict[str, str]]:
     return rows
 
 
+KIND_KEYS = ("category", "labelled", "found")
+
+
+def kind_rows(scores: Scores) -> list[dict[str, str]]:
+    """One row per scenario: its category and labelled kind, the kind found ("missed" where the session has no
+    discrepancy), and how the finding that speaks for the session (scoring._top) was raised."""
+    rows = []
+    for s in scores.scenarios:
+        speaker = s.speaker if s.detected else {}
+        rows.append({"category": s.category or "-", "labelled": s.kind or "-", "found": s.kind_found if s.detected else "missed",
+                     "origin": str(speaker.get("origin") or "-"), "family": rule_family(str(speaker.get("rule") or "-")),
+                     "learned": str(speaker.get("learned") or "-")})
+    return rows
+
+
 def breakdown(scores: Scores) -> dict[str, Any]:
     """Counts only: each dimension alone, then (category, kind, severity, safety, origin) and (origin, family) together;
-    for traps, each dimension alone and (phenomenon, origin, family)."""
-    false, traps = false_rows(scores), trap_rows(scores)
+    for traps, each dimension alone and (phenomenon, origin, family); for kind accuracy, (category, labelled, found)
+    and the wrong kinds by how the finding that speaks for the session was raised."""
+    false, traps, kinds = false_rows(scores), trap_rows(scores), kind_rows(scores)
 
     def counts(rows: list[dict[str, str]], keys: Sequence[str]) -> list[list[Any]]:
         return [[*key, n] for key, n in _table(tuple(r[k] for k in keys) for r in rows)]
@@ -123,6 +139,10 @@ def breakdown(scores: Scores) -> dict[str, Any]:
         "trap_violations": len(traps), "traps": scores.traps,
         "traps_by": {k: counts(traps, (k,)) for k in TRAP_KEYS},
         "traps_by_rule": counts(traps, ("phenomenon", "origin", "family")),
+        # kind accuracy: labelled against found per category, then the wrong kinds by how their speaker was raised
+        "kind_confusion": counts(kinds, KIND_KEYS),
+        "kind_wrong_by": counts([r for r in kinds if r["found"] not in (r["labelled"], "missed")],
+                                ("labelled", "found", "origin", "learned", "family")),
     }
 
 
@@ -139,4 +159,9 @@ def breakdown_report(b: dict[str, Any]) -> str:
         out.append(f"  by {key}: " + ", ".join(f"{'/'.join(map(str, r[:-1]))} {r[-1]}" for r in rows))
     out.append("  by phenomenon/origin/rule family:")
     out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in b["traps_by_rule"]]
+    if "kind_confusion" in b:
+        out.append("Kind: category/labelled/found (counts only; found is the kind of the finding that speaks for the session)")
+        out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in sorted(b["kind_confusion"], key=lambda r: r[:-1])]
+        out.append("  wrong kinds by labelled/found/origin/learned/rule family of the finding that speaks:")
+        out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in b["kind_wrong_by"]]
     return "\n".join(out)

@@ -24,6 +24,8 @@ class ScenarioOutcome:
     severity_label: str = ""
     severity_found: str = ""
     kind_found: str = ""
+    # the finding that speaks for the session (`_top`) as codes, no text: category, rule, origin, learned, safety flag
+    speaker: dict[str, Any] = field(default_factory=dict)
     resource_recall: float = 0.0
     resource_precision: float = 0.0
 
@@ -142,7 +144,8 @@ def score_patient(*, labels: dict, results: dict, session_ids: list[str]) -> Sco
             outcome.resource_informed = any(_ref_matches(c, e) for c in cited for e in expected)
             outcome.flagged_safety = any(f.get("safety_critical") for f in found)
             outcome.severity_found = max((f.get("severity", "low") for f in found), key=lambda s: SEVERITY_RANK.get(s, 0))
-            outcome.kind_found = _top(found, expected).get("kind", "")
+            speaker = _top(found, expected)
+            outcome.kind_found, outcome.speaker = speaker.get("kind", ""), _provenance(speaker)
             if expected:
                 outcome.resource_recall = sum(1 for e in expected if any(_ref_matches(c, e) for c in cited)) / len(expected)
             if cited:
