@@ -180,3 +180,43 @@ def test_a_judge_trained_off_keeps_every_rules_verdict_and_only_characterises_di
     assert not judge.filters
     assert [(d.kind, d.rule) for d in out] == [("agreement", "med-active-agrees"), ("gap", "med-undocumented")]
     assert out[1].safety_critical and not out[0].safety_critical
+
+
+def _always_raise() -> Judge:
+    model = LinearModel("j", "2", ["no", "yes"], {"yes": {}}, {"yes": 5.0}, threshold=0.5)
+    return Judge(model, 0.5)
+
+
+def _said(turn: str, category: str, content: str, quote: str) -> MemoryDraft:
+    memory = _memory(turn, category=category)
+    memory.content, memory.quote = content, quote
+    return memory
+
+
+def test_a_raised_turn_about_an_entry_the_session_already_contradicts_takes_that_kind() -> None:
+    # "quit the heartburn pill last month" (the rules: a stop of the active order), then "since then a burning in my
+    # chest after supper" raised by the judge and cited to the same order: one conflict with one entry, not a gap too
+    stop = FindingDraft(kind="contradiction", severity="medium", rule="med-stopped-active", citations=[Citation("MedicationRequest", "m1")])
+    symptom = FindingDraft(kind="no_clinical_relevance", rule="symptom-unflagged", citations=[Citation("MedicationRequest", "m1")])
+    memories = [_said("t1", "medication", "Medication omeprazole: stopped", "quit the heartburn pill last month"),
+                _said("t2", "symptom", "Symptom burning chest", "since then a burning in my chest after supper")]
+    kept, raised = _always_raise().apply(memories, [stop, symptom], RECORD)
+    assert kept.kind == "contradiction" and raised.rule == "judge-raise:symptom-unflagged"
+    assert raised.kind == "contradiction" and "judges the same record entry" in raised.gate_notes[-1]
+
+
+def test_a_raised_turn_keeps_its_own_kind_beside_a_finding_about_another_entry_or_none() -> None:
+    # trap twin: the session's contradiction is about another order; the raised symptom cites nothing of it
+    stop = FindingDraft(kind="contradiction", severity="medium", rule="med-stopped-active", citations=[Citation("MedicationRequest", "m9")])
+    symptom = FindingDraft(kind="no_clinical_relevance", rule="symptom-unflagged")
+    memories = [_said("t1", "medication", "Medication metformin: stopped", "gave up the sugar tablets in May"),
+                _said("t2", "symptom", "Symptom burning chest", "and a burning in my chest after supper")]
+    _, raised = _always_raise().apply(memories, [stop, symptom], RECORD)
+    assert raised.kind == "gap" and not any("same record entry" in n for n in raised.gate_notes)
+    # and a rules gap about the same order (a new supplement cited beside it) makes a raised turn citing it a gap
+    beside = FindingDraft(kind="gap", severity="low", rule="med-undocumented", citations=[Citation("MedicationRequest", "m1")])
+    mention = FindingDraft(kind="no_clinical_relevance", rule="med-unnamed", citations=[Citation("MedicationRequest", "m1")])
+    memories = [_said("t1", "medication", "Medication ginger: taking", "been chewing ginger candies for my stomach"),
+                _said("t2", "medication", "Clinical statement (medication)", "the little purple capsule still every morning")]
+    _, raised = _always_raise().apply(memories, [beside, mention], RECORD)
+    assert raised.kind == "gap"
