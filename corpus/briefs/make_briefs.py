@@ -357,6 +357,25 @@ CLINICAL_ROUND11 = [
 
 ROUND11_AUTHORS = {"ray": 6, "sam": 6, "ted": 6, "una": 6}
 
+# Round 12 (tune split, 2026-12-01 third session): twelve more pictures for two more authors, common chronic
+# disease in older and younger adults, written beside round 11.
+CLINICAL_ROUND12 = [
+ ("primary care", "67", "f", "type 2 diabetes on glimepiride and dapagliflozin, hypertension on lisinopril, overactive bladder on oxybutynin, macular degeneration"),
+ ("primary care", "38", "m", "hypertension on losartan, gout on febuxostat, fatty liver, heavy weekend drinking the plan asks him to cut, sleep apnea untreated"),
+ ("cardiology", "74", "f", "atrial fibrillation on warfarin with weekly INR at a clinic, heart failure with preserved EF on torsemide, hypothyroidism, knee replacement last year"),
+ ("cardiology", "61", "m", "two bypass grafts five years ago on aspirin, atorvastatin, metoprolol and ezetimibe, erectile dysfunction, cardiac rehab in the plan"),
+ ("nephrology", "53", "f", "CKD stage 4 from reflux nephropathy, anemia on darbepoetin injections, hyperphosphatemia on a binder, fistula placed for future dialysis"),
+ ("oncology", "71", "f", "chronic lymphocytic leukemia on ibrutinib (bleeding risk), atrial fibrillation, hypertension, recurrent sinus infections"),
+ ("psychiatry", "42", "m", "PTSD on prazosin and sertraline, alcohol use disorder in remission, chronic back pain, a service dog"),
+ ("neurology", "58", "f", "restless legs on pramipexole, iron deficiency, migraine with aura on a progestin-only pill, insomnia"),
+ ("GI", "66", "m", "Barrett's esophagus on twice-daily pantoprazole, a past C. difficile infection, atrial fibrillation on dabigatran, surveillance scopes in the plan"),
+ ("endocrinology", "28", "f", "type 1 diabetes on a closed-loop insulin pump, Hashimoto's on levothyroxine, pregnant at 10 weeks, folic acid"),
+ ("lung", "70", "m", "idiopathic pulmonary fibrosis on pirfenidone with meals, oxygen with exertion, GERD, a past smoker, pulmonary rehab"),
+ ("geriatrics", "83", "f", "Parkinson's disease on carbidopa-levodopa at set times, orthostatic hypotension on midodrine, constipation, hallucinations history, lives with her husband who helps"),
+]
+
+ROUND12_AUTHORS = {"vin": 6, "wyn": 6}
+
 
 def patient_brief(pid: str, picture: tuple[str, str, str, str], voice: str, phenomena: list, traps: list[str]) -> list[str]:
     """One patient's section of an author's brief file (the same layout in every round)."""
@@ -433,5 +452,6 @@ def main():
     write_round(out, clinical_list=CLINICAL_ROUND9, authors=ROUND9_AUTHORS, seed=20261208)
     write_round(out, clinical_list=CLINICAL_ROUND10, authors=ROUND10_AUTHORS, seed=20261209)
     write_round(out, clinical_list=CLINICAL_ROUND11, authors=ROUND11_AUTHORS, seed=20261210)
+    write_round(out, clinical_list=CLINICAL_ROUND12, authors=ROUND12_AUTHORS, seed=20261211)
 
 main()
