@@ -17,6 +17,9 @@ DATA_DIR = Path(__file__).with_name("data")
 _NON_WORD = re.compile(r"[^a-z0-9%+.]+")
 
 
+# The rules normalise the same few texts (a quote, the session, a care plan's text) hundreds of times per session:
+# both forms are pure functions of the text, kept for the texts seen last.
+@lru_cache(maxsize=65536)
 def norm(text: str) -> str:
     """Lowercase, fold apostrophes away, keep words/digits; padded with spaces for phrase search."""
     text = (text or "").lower().replace("\u2019", "'").replace("'", "")
@@ -26,6 +29,7 @@ def norm(text: str) -> str:
     return " " + " ".join(text.split()) + " "
 
 
+@lru_cache(maxsize=65536)
 def regex_text(text: str) -> str:
     """The text the regex tables run on: lowercased, curly quotes folded, whitespace collapsed."""
     return " ".join((text or "").lower().replace("\u2019", "'").split())

@@ -154,17 +154,32 @@ def _multiword_terms() -> tuple[tuple[str, int, Drug], ...]:
     return tuple((t, len(t.split()), d) for t, d in kb.drug_terms if " " in t and len(t) >= 10 and t.replace(" ", "").isalpha())
 
 
+@lru_cache(maxsize=None)
+def _multiword_by_shape() -> dict[tuple[int, str, int], list[int]]:
+    """The multi-word terms' positions in _multiword_terms() by (words, first letter, length): a window of the text
+    can only be one edit from a term of its own word count and first letter whose length is within one of its own."""
+    by_shape: dict[tuple[int, str, int], list[int]] = {}
+    for at, (term, k, _drug) in enumerate(_multiword_terms()):
+        by_shape.setdefault((k, term[0], len(term)), []).append(at)
+    return by_shape
+
+
 def _fuzzy_phrase_drugs(consumed: str) -> list[Drug]:
-    """Misspelled multi-word names (a vowel off in an herbal or brand name): one edit over the whole phrase, 10+ letters."""
+    """Misspelled multi-word names (a vowel off in an herbal or brand name): one edit over the whole phrase, 10+ letters.
+
+    Each window of the text is compared only with the terms of its shape (_multiword_by_shape), not every term with
+    every window; the drugs come out in the table's order, one per matching term, as a scan of the table gives them."""
     tokens = [t for t in consumed.split() if t != "|"]
-    out: list[Drug] = []
-    for term, k, drug in _multiword_terms():
+    terms, by_shape = _multiword_terms(), _multiword_by_shape()
+    matched: set[int] = set()
+    for k in {k for k, _first, _length in by_shape}:
         for i in range(len(tokens) - k + 1):
             window = " ".join(tokens[i:i + k])
-            if window[0] == term[0] and abs(len(window) - len(term)) <= 1 and window != term and _one_edit(window, term):
-                out.append(drug)
-                break
-    return out
+            for length in (len(window) - 1, len(window), len(window) + 1):
+                for at in by_shape.get((k, window[0], length), ()):
+                    if at not in matched and window != terms[at][0] and _one_edit(window, terms[at][0]):
+                        matched.add(at)
+    return [terms[at][2] for at in sorted(matched)]
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -190,9 +205,47 @@ def _terms(table: str) -> tuple[tuple[str, str], ...]:
     return tuple((norm(t).strip(), i) for t, i in rows)
 
 
+class _PhraseIndex:
+    """A table's (normalized term, id) rows by term, so a text is looked up by its own word runs instead of testing
+    every row of the table (thousands of terms) against it.
+
+    A normalized text is its words between single spaces, so a term in normal form is a phrase of it exactly when
+    the term equals one of its runs of words; a row whose term is not in normal form is always tested as before."""
+
+    def __init__(self, rows: tuple[tuple[str, str], ...]) -> None:
+        self.ids_at: dict[str, set[str]] = {}
+        self.always: list[tuple[str, str]] = []
+        for term, cid in rows:
+            if term and term == " ".join(term.split()):
+                self.ids_at.setdefault(term, set()).add(cid)
+            elif term:
+                self.always.append((term, cid))
+        self.longest = max((len(t.split()) for t in self.ids_at), default=1)
+
+    def find(self, normed: str) -> set[str]:
+        found = {i for t, i in self.always if has_phrase(normed, t)}
+        words = normed.split()
+        for start in range(len(words)):
+            for end in range(start + 1, min(start + self.longest, len(words)) + 1):
+                ids = self.ids_at.get(" ".join(words[start:end]))
+                if ids:
+                    found |= ids
+        return found
+
+
+@lru_cache(maxsize=None)
+def _phrase_index(table: str) -> _PhraseIndex:
+    return _PhraseIndex(_terms(table))
+
+
+@lru_cache(maxsize=32768)
+def _found(table: str, text: str) -> frozenset[str]:
+    return frozenset(_phrase_index(table).find(norm(text)))
+
+
 def _find(table: str, text: str) -> set[str]:
-    normed = norm(text)
-    return {i for t, i in _terms(table) if has_phrase(normed, t)}
+    """The ids of the table's rows whose term is a phrase of the text (a new set: callers may change it)."""
+    return set(_found(table, text))
 
 
 @lru_cache(maxsize=16384)
