@@ -176,6 +176,35 @@ class RedFlag:
         return False
 
 
+class _RedFlagScreen:
+    """Which rows of a red-flag table a text says (RedFlag.matches), in table order, with the table's joinable patterns
+    tried first as one alternation: most texts say no red flag at all, and one search turns them away instead of a
+    search per row. Rows that cannot join it (no joined pattern, other regex flags) are always asked. Answers are kept
+    per text (matches is a function of the row and the text alone); the rules ask about the same quote many times."""
+
+    def __init__(self, flags: list[RedFlag]) -> None:
+        self.rows = tuple(flags)
+        joined = [(i, f._any_pattern) for i, f in enumerate(self.rows) if f._any_pattern is not None]
+        common = max({p.flags for _, p in joined}, key=lambda fl: sum(p.flags == fl for _, p in joined), default=0)
+        members = [(i, p) for i, p in joined if p.flags == common]
+        try:
+            self.screen = re.compile("|".join(f"(?:{p.pattern})" for _, p in members), common) if members else None
+        except re.error:
+            self.screen = None
+        self.screened = frozenset(i for i, _ in members) if self.screen is not None else frozenset()
+        self.said: dict[str, tuple[RedFlag, ...]] = {}
+
+    def in_text(self, text: str) -> tuple[RedFlag, ...]:
+        said = self.said.get(text)
+        if said is None:
+            if len(self.said) >= 32768:
+                self.said.clear()
+            possible = self.screen is None or self.screen.search(text) is not None
+            said = tuple(f for i, f in enumerate(self.rows) if (possible or i not in self.screened) and f.matches(text))
+            self.said[text] = said
+        return said
+
+
 @dataclass(frozen=True)
 class Allergen:
     id: str
@@ -259,6 +288,14 @@ class Knowledge:
             out.add(cid)
             out |= vocab.ancestors(cid)
         return {cid for cid in out if cid in self.classes}
+
+    def red_flags_in(self, text: str) -> list[RedFlag]:
+        """The red-flag rows whose words the text says, not denied (RedFlag.matches), in table order: the answer of
+        `[f for f in self.red_flags if f.matches(text)]`, screened and kept per text (_RedFlagScreen)."""
+        screen = self.__dict__.get("_red_flag_screen")
+        if screen is None or screen.rows != tuple(self.red_flags):  # built again if the table was changed
+            screen = self.__dict__["_red_flag_screen"] = _RedFlagScreen(self.red_flags)
+        return list(screen.in_text(text))
 
     def drug_classes(self, drug: Drug) -> set[str]:
         classes = set(drug.classes)

@@ -128,6 +128,7 @@ class _TermIndex:
                 elif term:
                     always.append(i)
         self.longest = max((len(t.split()) for t in (*self.drug_at, *self.class_at)), default=1)
+        self.prefixes = _word_prefixes((*self.drug_at, *self.class_at))
 
     @classmethod
     def of(cls, kb: Knowledge) -> _TermIndex:
@@ -141,11 +142,24 @@ class _TermIndex:
         words = normed.split()
         drug_rows, class_rows = set(self.always_drug), set(self.always_class)
         for start in range(len(words)):
-            for end in range(start + 1, min(start + self.longest, len(words)) + 1):
-                phrase = " ".join(words[start:end])
+            phrase = ""
+            for end in range(start, min(start + self.longest, len(words))):
+                phrase = f"{phrase} {words[end]}" if phrase else words[end]
+                if phrase not in self.prefixes:
+                    break  # no term begins with these words, so none longer from this start either
                 drug_rows.update(self.drug_at.get(phrase, ()))
                 class_rows.update(self.class_at.get(phrase, ()))
         return [self.drug_terms[i] for i in sorted(drug_rows)], [self.class_terms[i] for i in sorted(class_rows)]
+
+
+def _word_prefixes(terms) -> frozenset[str]:
+    """Every run of leading words of the terms ("blood", "blood pressure" for "blood pressure cuff"): a text's word run
+    that is none of them cannot be extended into a term."""
+    out: set[str] = set()
+    for term in terms:
+        words = term.split()
+        out.update(" ".join(words[:n]) for n in range(1, len(words) + 1))
+    return frozenset(out)
 
 
 @lru_cache(maxsize=None)
@@ -221,13 +235,18 @@ class _PhraseIndex:
             elif term:
                 self.always.append((term, cid))
         self.longest = max((len(t.split()) for t in self.ids_at), default=1)
+        self.prefixes = _word_prefixes(self.ids_at)
 
     def find(self, normed: str) -> set[str]:
         found = {i for t, i in self.always if has_phrase(normed, t)}
         words = normed.split()
         for start in range(len(words)):
-            for end in range(start + 1, min(start + self.longest, len(words)) + 1):
-                ids = self.ids_at.get(" ".join(words[start:end]))
+            phrase = ""
+            for end in range(start, min(start + self.longest, len(words))):
+                phrase = f"{phrase} {words[end]}" if phrase else words[end]
+                if phrase not in self.prefixes:
+                    break
+                ids = self.ids_at.get(phrase)
                 if ids:
                     found |= ids
         return found
@@ -748,11 +767,14 @@ def expand_activity_words(text: str, kb: Knowledge | None = None) -> set[str]:
 
 
 def stems(words: set[str]) -> set[str]:
-    out = set()
-    for w in words:
-        for suffix in ("ing", "es", "s", "ed"):
-            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[: -len(suffix)]
-                break
-        out.add(w)
-    return out
+    return {_stem(w) for w in words}
+
+
+@lru_cache(maxsize=65536)
+def _stem(w: str) -> str:
+    """A word without its first inflection suffix that leaves 3+ letters (kept per word: the rules stem the same
+    memory and care-plan words many times)."""
+    for suffix in ("ing", "es", "s", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)]
+    return w

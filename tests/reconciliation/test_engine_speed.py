@@ -110,3 +110,72 @@ def test_earlier_discrepancies_asked_lazily_are_those_of_judging_every_earlier_m
     for key, latest in full.items():
         assert lazy.raised(key) == latest
     assert lazy.raised(("no-such-rule", "MedicationRequest/none", "")) is None
+
+
+def test_red_flags_screened_per_text_are_those_each_row_matches() -> None:
+    kb = load_knowledge()
+    for sentence in SENTENCES:
+        text = regex_text(sentence)
+        assert kb.red_flags_in(text) == [f for f in kb.red_flags if f.matches(text)], sentence
+        assert kb.red_flags_in(text) == kb.red_flags_in(text)  # asked again: the kept answer
+    assert any(kb.red_flags_in(regex_text(s)) for s in SENTENCES)
+
+
+def test_a_changed_red_flag_table_is_screened_afresh() -> None:
+    import re
+
+    kb = replace(load_knowledge())
+    kb.red_flags_in("i fainted twice")
+    kb.red_flags = kb.red_flags + [RedFlag("t", (re.compile(r"\b(\w+) and \1\b"),), (), "low", False, "t", (), (), (), (), (), False, "test")]
+    assert [f.id for f in kb.red_flags_in("tired and tired")][-1:] == ["t"]
+
+
+# Sentences written for this test: table terms said plainly, inside longer phrases, misspelled, or not at all.
+TERM_SENTENCES = [
+    "they gave me a flu shot and a tetanus booster at the pharmacy",
+    "my left knee replacement still aches when it rains",
+    "had a colonoscopy last spring, the prep was the worst part",
+    "my high blood pressure and type 2 diabetes are both under control",
+    "allergic to penicillin and shellfish since I was a kid",
+    "started some st johns wart and fish oyl from the health store",
+    "nothing to report, we went bowling",
+]
+
+
+def test_table_terms_found_by_word_runs_are_those_of_testing_every_row() -> None:
+    for table in ("conditions", "vaccines", "allergens", "procedures", "sites"):
+        for sentence in TERM_SENTENCES:
+            normed = norm(sentence)
+            assert matching._find(table, sentence) == {i for t, i in matching._terms(table) if has_phrase(normed, t)}, (table, sentence)
+    assert matching._find("vaccines", TERM_SENTENCES[0]) and matching._find("procedures", TERM_SENTENCES[2])
+
+
+def test_misspelled_multiword_drugs_found_by_shape_are_those_of_the_full_scan() -> None:
+    def full_scan(consumed: str) -> list:
+        tokens = [t for t in consumed.split() if t != "|"]
+        out = []
+        for term, k, drug in matching._multiword_terms():
+            if any(window[0] == term[0] and abs(len(window) - len(term)) <= 1 and window != term and matching._one_edit(window, term)
+                   for window in (" ".join(tokens[i:i + k]) for i in range(len(tokens) - k + 1))):
+                out.append(drug)
+        return out
+
+    terms = [t for t, _k, _d in matching._multiword_terms()][:40]
+    misspelled = [t[:3] + ("a" if t[3] != "a" else "e") + t[4:] for t in terms] + [t[:-1] for t in terms]
+    for text in [*TERM_SENTENCES, *(f"i take {t} daily" for t in misspelled)]:
+        assert matching._fuzzy_phrase_drugs(norm(text)) == full_scan(norm(text)), text
+    assert any(matching._fuzzy_phrase_drugs(norm(f"i take {t} daily")) for t in misspelled)
+
+
+def test_plan_mentions_kept_per_text_are_new_each_call() -> None:
+    from reconcile_app.reconciliation.engines.rules import plantext
+
+    text = "I went running twice and had some deli meat"
+    first = plantext.mentions(text)
+    first.setdefault("made-up", []).append(0)
+    for spots in first.values():
+        spots.append(999)
+    again = plantext.mentions(text)
+    assert "made-up" not in again and all(999 not in spots for spots in again.values())
+    assert plantext.mentions(text, allowed=set()) == {}
+    assert matching.stems({"walking", "boxes", "cats", "walked", "is"}) == {"walk", "box", "cat", "walk", "is"}

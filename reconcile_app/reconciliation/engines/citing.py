@@ -89,7 +89,7 @@ def mentions_in(text: str, kb: Knowledge) -> Mentions:
     m.measures = {k for k, ms in kb.measures.items() if any(has_phrase(normed, norm(t).strip()) for t in ms.terms)}
     m.allergens, m.vaccines = allergens_in_text(text, kb), vaccines_in_text(text, kb)
     m.procedures, m.sites = procedures_in_text(text, kb), sites_in_text(text, kb)
-    m.flags = [f for f in kb.red_flags if f.matches(text)]
+    m.flags = kb.red_flags_in(text)
     m.words = stems(content_words(text))
     return m
 

@@ -133,7 +133,7 @@ class ConditionRules:
         that nothing the patient takes or said explains."""
         quote = regex_text(m.quote)
         said = len(quote) if text.startswith(quote) and len(text) > len(quote) else None  # the rest is the extractor's name
-        flags = [f for f in self.kb.red_flags if f.matches(text) and not _denied_having(f, text) and not _someone_else_has(f, text)
+        flags = [f for f in self.kb.red_flags_in(text) if not _denied_having(f, text) and not _someone_else_has(f, text)
                  and not _lessened(f, text, said) and not _only_evaluative_hopeless(f, text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:

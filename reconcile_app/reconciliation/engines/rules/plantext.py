@@ -290,6 +290,13 @@ def _has(normed: str, term: str) -> bool:
 
 def mentions(text: str, allowed: set[str] | None = None, ambiguous_ok: set[str] | None = None) -> dict[str, list[int]]:
     """Concepts named in the text, each with the positions (in the normalized text) where it is named."""
+    found = _mentions(text, None if allowed is None else frozenset(allowed), frozenset(ambiguous_ok or ()))
+    return {cid: list(spots) for cid, spots in found}
+
+
+@lru_cache(maxsize=16384)
+def _mentions(text: str, allowed: frozenset[str] | None, ambiguous_ok: frozenset[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """mentions(), kept per text and concept sets: the rules read the same quote and clause for several plan items."""
     concepts, _ = vocabulary()
     normed = _without_idioms(norm(text))
     out: dict[str, list[int]] = {}
@@ -304,7 +311,7 @@ def mentions(text: str, allowed: set[str] | None = None, ambiguous_ok: set[str] 
             spots.append(len(normed) - 1)  # named by its amount ("nine thousand feet"); no negation reaches it
         if spots:
             out[concept.id] = sorted(set(spots))
-    return out
+    return tuple((cid, tuple(spots)) for cid, spots in out.items())
 
 
 @lru_cache(maxsize=1)
@@ -314,6 +321,7 @@ def _idioms() -> tuple[str, ...]:
     return tuple(norm(i).strip() for i in data["idioms"])
 
 
+@lru_cache(maxsize=16384)
 def _without_idioms(normed: str) -> str:
     """Idioms blanked out with same-length filler, so positions stay where they were."""
     for idiom in _idioms():
