@@ -202,7 +202,7 @@ def test_a_raised_turn_about_an_entry_the_session_already_contradicts_takes_that
                 _said("t2", "symptom", "Symptom burning chest", "since then a burning in my chest after supper")]
     kept, raised = _always_raise().apply(memories, [stop, symptom], RECORD)
     assert kept.kind == "contradiction" and raised.rule == "judge-raise:symptom-unflagged"
-    assert raised.kind == "contradiction" and "judges the same record entry" in raised.gate_notes[-1]
+    assert raised.kind == "contradiction" and "judges the same entry or turn" in raised.gate_notes[-1]
 
 
 def test_a_raised_turn_keeps_its_own_kind_beside_a_finding_about_another_entry_or_none() -> None:
@@ -220,3 +220,15 @@ def test_a_raised_turn_keeps_its_own_kind_beside_a_finding_about_another_entry_o
                 _said("t2", "medication", "Clinical statement (medication)", "the little purple capsule still every morning")]
     _, raised = _always_raise().apply(memories, [beside, mention], RECORD)
     assert raised.kind == "gap"
+
+
+def test_a_raised_memory_drawn_from_the_turn_of_a_rules_contradiction_takes_its_kind() -> None:
+    # one turn, "gave up cigarettes in the spring but the patches make my skin itch": the rules read the smoking status
+    # against the record, the raised itch cites nothing of it; both come from the same words, so one kind
+    status = FindingDraft(kind="contradiction", severity="medium", rule="smoking-status-contradicted", citations=[Citation("Observation", "o1")])
+    itch = FindingDraft(kind="no_clinical_relevance", rule="symptom-unflagged")
+    quit_smoking = _said("t1", "lifestyle", "tobacco use none", "gave up cigarettes in the spring")
+    skin = _said("t2", "symptom", "Symptom itching", "the patches make my skin itch")
+    skin.turn_ids = ("t2", "t1")
+    _, raised = _always_raise().apply([quit_smoking, skin], [status, itch], RECORD)
+    assert raised.kind == "contradiction"

@@ -218,7 +218,7 @@ class Judge:
             self.decide_turn(mems, outs, record, p, why, dense)
         if self.citer is not None:
             add_citations(self.citer, memories, drafts, record)
-        share_kind(drafts)
+        share_kind(memories, drafts)
         return drafts
 
     @property
@@ -291,22 +291,23 @@ def _entries(draft: FindingDraft) -> set[tuple[str, str]]:
     return {(c.resource_type, c.id) for c in draft.citations}
 
 
-def share_kind(drafts: Sequence[FindingDraft]) -> None:
-    """A raised finding (the rules saw no discrepancy in its turn) that cites a record entry a rules discrepancy of the
-    same session already judges takes that discrepancy's kind: both are about the same entry, and the rules read how
-    the patient's words stand against it (the stop, the dose, the status), where the raised turn's kind is a guess from
-    its citations or the kind model. A symptom after stopping a drug is news about the stop: the nurse sees one
-    conflict with one entry, not a conflict and a gap about the same order. The most serious such discrepancy decides."""
-    judged = [d for d in drafts if d.kind in DISCREPANCY_KINDS and not d.rule.startswith("judge-raise")]
-    for d in drafts:
+def share_kind(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft]) -> None:
+    """A raised finding (the rules saw no discrepancy in its turn) about what a rules discrepancy of the same session
+    already judges takes that discrepancy's kind: it cites the same record entry, or it draws on the same patient turn.
+    Both are about one thing, and the rules read how the patient's words stand against the record (the stop, the dose,
+    the status), where the raised turn's kind is a guess from its citations or the kind model. A symptom after stopping
+    a drug is news about the stop: the nurse sees one conflict, not a conflict and a gap about the same order. The most
+    serious such discrepancy decides."""
+    judged = [(m, d) for m, d in zip(memories, drafts) if d.kind in DISCREPANCY_KINDS and not d.rule.startswith("judge-raise")]
+    for m, d in zip(memories, drafts):
         if d.kind not in DISCREPANCY_KINDS or not d.rule.startswith("judge-raise"):
             continue
-        shared = [j for j in judged if _entries(j) & _entries(d)]
+        shared = [j for jm, j in judged if _entries(j) & _entries(d) or set(jm.turn_ids) & set(m.turn_ids)]
         if not shared:
             continue
         decides = max(shared, key=lambda j: (j.safety_critical, SEVERITY_RANK.get(j.severity, 0), len(_entries(j) & _entries(d))))
         if decides.kind != d.kind:
-            d.gate_notes.append(f"kind {d.kind} -> {decides.kind} (the session's {decides.rule} finding judges the same record entry)"[:200])
+            d.gate_notes.append(f"kind {d.kind} -> {decides.kind} (the session's {decides.rule} finding judges the same entry or turn)"[:200])
             d.kind = decides.kind
 
 
