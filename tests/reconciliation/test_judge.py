@@ -232,3 +232,32 @@ def test_a_raised_memory_drawn_from_the_turn_of_a_rules_contradiction_takes_its_
     skin.turn_ids = ("t2", "t1")
     _, raised = _always_raise().apply([quit_smoking, skin], [status, itch], RECORD)
     assert raised.kind == "contradiction"
+
+
+def test_a_raised_statement_retelling_a_past_year_is_a_gap_though_it_cites_the_active_order() -> None:
+    # trap twin of the raised contradiction above: history ("back in 2019 the heart doctor had me quit it for a while")
+    # the record may well hold is no conflict with today's order
+    draft = FindingDraft(kind="no_clinical_relevance", rule="med-unnamed", citations=[Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")])
+    memory = _said("t1", "medication", "Medication omeprazole: stopped", "back in 2019 the heart doctor had me quit it for a while")
+    [out] = _judge(5.0).apply([memory], [draft], RECORD)
+    assert out.kind == "gap" and out.rule.startswith("judge-raise:")
+
+
+def test_the_kind_model_makes_a_contradiction_only_of_what_the_patient_affirms_now() -> None:
+    cited = [Citation("MedicationRequest", "m1", display="Omeprazole 20 MG")]
+    for fields, quote in (({"assertion": "negated"}, "my son never takes his stomach pills"),
+                          ({"subject": "other"}, "my husband gave up his reflux tablets"),
+                          ({}, "in 2021 I went off the acid pill for a month")):
+        judge = _judge(5.0)
+        judge.outcomes = _outcomes()
+        memory = _said("t1", "medication", "Medication omeprazole: stopped", quote)
+        for key, value in fields.items():
+            setattr(memory, key, value)
+        [out] = judge.apply([memory], [FindingDraft(kind="gap", severity="medium", rule="med-undocumented", citations=cited)], RECORD)
+        assert out.kind == "gap", quote
+    # twin: the same model on the patient's own statement of today still sets the kind (see the outcome models' test)
+    judge = _judge(5.0)
+    judge.outcomes = _outcomes()
+    memory = _said("t1", "medication", "Medication omeprazole: stopped", "I went off the acid pill this week")
+    [out] = judge.apply([memory], [FindingDraft(kind="gap", severity="medium", rule="med-undocumented", citations=cited)], RECORD)
+    assert out.kind == "contradiction"

@@ -230,9 +230,9 @@ class Judge:
     def decide_turn(self, memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft], record: ClinicalRecord,
                     p: float, why: list[str], dense: dict[str, float] | None = None) -> None:
         if not self.filters:
-            for d in drafts:
+            for m, d in zip(memories, drafts):
                 if d.kind in DISCREPANCY_KINDS:
-                    self.characterise(d, dense or {}, raised=False)
+                    self.characterise(d, dense or {}, raised=False, now=affirmed_now(m))
             return
         note = f"judge {p:.2f} ({', '.join(why)})"[:200]
         chosen = pick(memories, drafts) if p >= self.threshold else None
@@ -242,7 +242,7 @@ class Judge:
                 if raised:
                     _raise(m, d, record)
                     d.gate_notes.append(f"{note}: raised for review")
-                self.characterise(d, dense or {}, raised=raised)
+                self.characterise(d, dense or {}, raised=raised, now=affirmed_now(m))
                 continue
             if floor_holds(m, d):
                 # The safety floor, as in the hybrid engine: a statistical filter may quiet noise, never a
@@ -252,7 +252,7 @@ class Judge:
                 # to weigh: kept for all of them, the floor raised the validation split's false alarms per plain
                 # session from 0.064 to 0.083 and caught no safety scenario more.
                 d.gate_notes.append(f"{note}: kept (safety floor: the tables flag it safety-critical)"[:200])
-                self.characterise(d, dense or {}, raised=False)
+                self.characterise(d, dense or {}, raised=False, now=True)
                 continue
             if d.kind in DISCREPANCY_KINDS:
                 reason = "below the threshold" if chosen is None else "the turn's other finding speaks for it"
@@ -261,13 +261,18 @@ class Judge:
                 d.rule = f"judge-quiet:{d.rule}"[:80]
 
 
-    def characterise(self, draft: FindingDraft, dense: dict[str, float], *, raised: bool) -> None:
+    def characterise(self, draft: FindingDraft, dense: dict[str, float], *, raised: bool, now: bool = True) -> None:
         """Kind, safety flag and severity from the outcome models that beat the rules out of fold (by author); severity on a
-        raised turn, or on every discrepancy when it beat the rules' own severity (its `scope` is "all")."""
+        raised turn, or on every discrepancy when it beat the rules' own severity (its `scope` is "all").
+        The kind model makes a contradiction only of what the patient affirms now (`now`, see affirmed_now): a conflict
+        with the record read into someone else's, a negated, hypothetical or retold-past statement is the costliest false
+        alarm, and the model learned kinds from the words around a turn, not from whose statement it is."""
         kind = self.outcomes.get("kind")
         if kind is not None:
             features = kind.featurize({}, dense)
             learned = kind.predict(features)
+            if learned == FindingKind.CONTRADICTION and not now:
+                learned = draft.kind
             if learned in DISCREPANCY_KINDS and learned != draft.kind:
                 draft.gate_notes.append(f"kind {draft.kind} -> {learned} (learned: {_why(kind, features, learned)})"[:200])
                 draft.kind = learned
@@ -300,7 +305,7 @@ def share_kind(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft]) 
     serious such discrepancy decides."""
     judged = [(m, d) for m, d in zip(memories, drafts) if d.kind in DISCREPANCY_KINDS and not d.rule.startswith("judge-raise")]
     for m, d in zip(memories, drafts):
-        if d.kind not in DISCREPANCY_KINDS or not d.rule.startswith("judge-raise"):
+        if d.kind not in DISCREPANCY_KINDS or not d.rule.startswith("judge-raise") or not affirmed_now(m):
             continue
         shared = [j for jm, j in judged if _entries(j) & _entries(d) or set(jm.turn_ids) & set(m.turn_ids)]
         if not shared:
@@ -326,8 +331,9 @@ def _raise(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> 
 def _kind(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> str:
     """A raised turn contradicts the record only where it cites a current entry of its own kind that the rules did not
     find it agreeing with: a statement that agrees with an entry ("took my pressure pill as usual") or adds a detail
-    to it is news beside the record (a gap), not a conflict with it."""
-    if draft.kind == FindingKind.AGREEMENT:
+    to it is news beside the record (a gap), not a conflict with it; and only a statement the patient affirms now can
+    conflict with it: a retold past year ("in 2019 they took me off it") is history the record may well hold."""
+    if draft.kind == FindingKind.AGREEMENT or not affirmed_now(memory):
         return FindingKind.GAP
     own = OWN_TYPES.get(memory.category, ())
     for c in draft.citations:
