@@ -207,13 +207,15 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
     """Extraction → reconciliation against the latest snapshot → routing, for one session."""
     from reconcile_app.fhir.selectors import snapshot_latest
     from reconcile_app.ledger.services import session_chain_recheck, session_revoke
+    from reconcile_app.narrative.selectors import session_turn_rows
     from reconcile_app.narrative.services import extraction_run_execute, extraction_run_get_or_create
     from reconcile_app.reconciliation.services import reconciliation_run_execute, reconciliation_run_get_or_create
 
     _set_status(session, Session.Pipeline.EXTRACTING)
-    run = extraction_run_get_or_create(session=session, engine=engine)
+    rows = session_turn_rows(session=session)  # read once: the run's content hash and the engine's input
+    run = extraction_run_get_or_create(session=session, engine=engine, rows=rows)
     # The run as just read or created, with this session (its patient too), rather than read again by id.
-    extraction_run_execute(run_id=run.pk, engine=engine, run=run)
+    extraction_run_execute(run_id=run.pk, engine=engine, run=run, rows=rows)
     snapshot = snapshot_latest(patient=session.patient)
     if snapshot is None:
         raise RetryableError("the patient's record has not been loaded yet")

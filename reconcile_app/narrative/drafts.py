@@ -28,7 +28,12 @@ DRAFTS_MAX = 50_000
 
 def drafts_of(qs: QuerySet[Memory], *, convert: Callable[[Memory], MemoryDraft]) -> list[MemoryDraft]:
     """The drafts of the query's memories in its order: one query of keys, rows only for memories not seen yet."""
-    keys: list[DraftKey] = list(qs.values_list("pk", "created_at"))
+    return drafts_for_keys(list(qs.values_list("pk", "created_at")), convert=convert)
+
+
+def drafts_for_keys(keys: list[DraftKey], *, convert: Callable[[Memory], MemoryDraft]) -> list[MemoryDraft]:
+    """The drafts of the memories with these keys (id, created_at) in this order, rows read only for those not seen
+    yet; a memory changed or gone since its key was read is left out."""
     missing = [key for key in keys if key not in _DRAFTS]
     fresh: dict[int, tuple[MemoryDraft, str]] = {}
     if missing:

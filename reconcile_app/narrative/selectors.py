@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import deque
+from datetime import datetime
 
 from django.db.models import Q, QuerySet, Subquery
 
@@ -9,7 +10,7 @@ from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session
 
 from .models import ExtractionRun, Memory
-from .drafts import drafts_of
+from .drafts import drafts_for_keys, drafts_of
 from .types import EventTime, MemoryDraft, SessionInput, TurnInput
 
 # What the engines read as the patient's statements: current ones, and an original whose correction
@@ -21,10 +22,20 @@ NOT_SAID = Q(status__in=(Memory.Status.REVOKED, Memory.Status.CORRECTED, Memory.
     Q(status=Memory.Status.NEEDS_REVIEW) & ~Q(origin=Memory.Origin.EXTRACTED))
 
 
-def session_input_for(*, session: Session) -> SessionInput:
+# A turn as the extraction reads it: (external_id, speaker, speaker_label, at, text), in the session's order.
+TurnRow = tuple[str, str, str, datetime, str]
+
+
+def session_turn_rows(*, session: Session) -> list[TurnRow]:
+    """The session's turns, read once for both the run's content hash and the engine's input."""
+    return list(session.turns.order_by("seq").values_list("external_id", "speaker", "speaker_label", "at", "text"))
+
+
+def session_input_for(*, session: Session, rows: list[TurnRow] | None = None) -> SessionInput:
+    """`rows`: the session's turns as session_turn_rows read them (the pipeline has them already)."""
     turns = tuple(
-        TurnInput(id=t.external_id, speaker=(t.speaker if t.speaker != "other" else (t.speaker_label or "other")), at=t.at, text=t.text)
-        for t in session.turns.order_by("seq")
+        TurnInput(id=external_id, speaker=(speaker if speaker != "other" else (label or "other")), at=at, text=text)
+        for external_id, speaker, label, at, text in (session_turn_rows(session=session) if rows is None else rows)
     )
     return SessionInput(id=session.external_id, started_at=session.started_at, turns=turns)
 
@@ -63,6 +74,23 @@ def memory_list_for_session(*, session: Session) -> QuerySet[Memory]:
     run = ExtractionRun.objects.filter(session=session, status=ExtractionRun.Status.DONE).order_by("-finished_at", "-id").values("pk")[:1]
     return (Memory.objects.filter(run=Subquery(run), origin=Memory.Origin.EXTRACTED).exclude(status=Memory.Status.REVOKED)
             .select_related("turn").order_by("seq"))
+
+
+# What a finding is built from (reconciliation.services.finding_build): the rest of the row is the draft's.
+FINDING_FIELDS = ("id", "patient_id", "content_sha256", "category", "created_at")
+
+
+def memory_list_with_drafts(*, session: Session) -> tuple[list[Memory], list[MemoryDraft]]:
+    """memory_list_for_session's memories, each with only what a finding is built from, and their drafts (as
+    memory_to_draft makes them) from the drafts cache: the session's memories were seeded there when their
+    extraction stored them, so their rows are not read and decoded back. Should any draft be missing (the cache
+    emptied, a memory changed between the reads), the whole rows are read as before."""
+    memories = list(memory_list_for_session(session=session).select_related(None).only(*FINDING_FIELDS))
+    drafts = drafts_for_keys([(m.pk, m.created_at) for m in memories], convert=memory_to_draft)
+    if len(drafts) != len(memories):
+        memories = list(memory_list_for_session(session=session))
+        drafts = [memory_to_draft(m) for m in memories]
+    return memories, drafts
 
 
 def memory_drafts_current(*, patient: Patient, before_session: Session | None = None) -> list[MemoryDraft]:

@@ -24,25 +24,28 @@ from .engines import get_extractor
 from .lifecycle import DEFAULT_TTL_DAYS, Transition, TransitionNotAllowed, memory_expires_at, transition_target
 from .models import ExtractionRun, Memory, MemoryEvent
 from .drafts import drafts_seed
-from .selectors import memory_drafts_current, memory_provenance_descendants, memory_to_draft, session_input_for
+from .selectors import (TurnRow, memory_drafts_current, memory_provenance_descendants, memory_to_draft, session_input_for,
+                        session_turn_rows)
 from .types import Assertion, MemoryDraft, MemoryOp, SessionInput, Subject, TurnInput
 
 logger = logging.getLogger(__name__)
 
 
-def session_content_sha256(*, session: Session) -> str:
-    rows = list(session.turns.order_by("seq").values_list("external_id", "speaker", "speaker_label", "at", "text"))
+def session_content_sha256(*, session: Session, rows: list[TurnRow] | None = None) -> str:
+    rows = session_turn_rows(session=session) if rows is None else rows
     payload = json.dumps([[r[0], r[1], r[2], r[3].isoformat(), r[4]] for r in rows], separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def extraction_run_get_or_create(*, session: Session, engine: str | None = None) -> ExtractionRun:
+def extraction_run_get_or_create(*, session: Session, engine: str | None = None, rows: list[TurnRow] | None = None) -> ExtractionRun:
+    """`rows`: the session's turns as session_turn_rows read them, when the caller has them (the pipeline reads
+    them once for the hash here and the engine's input in extraction_run_execute)."""
     extractor = get_extractor(engine)
     run, _ = ExtractionRun.objects.get_or_create(
         session=session,
         engine=extractor.name,
         engine_version=extractor.version,
-        input_sha256=session_content_sha256(session=session),
+        input_sha256=session_content_sha256(session=session, rows=rows),
     )
     return run
 
@@ -53,12 +56,14 @@ def _memory_sha256(draft: MemoryDraft) -> str:
     return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
 
 
-def extraction_run_execute(*, run_id: int, engine: str | None = None, run: ExtractionRun | None = None) -> ExtractionRun:
+def extraction_run_execute(*, run_id: int, engine: str | None = None, run: ExtractionRun | None = None,
+                           rows: list[TurnRow] | None = None) -> ExtractionRun:
     """Idempotent: a done run is returned as is; a run left 'running' by a killed worker is redone.
 
     Memories are written in the same transaction that marks the run done, so a worker killed
     mid-way leaves nothing behind and the redelivered task starts clean. `run`: the row as the caller
-    has just read it with its session (the pipeline, from extraction_run_get_or_create), not read again.
+    has just read it with its session (the pipeline, from extraction_run_get_or_create), not read again;
+    `rows`: the session's turns the caller read for the run's hash (session_turn_rows), the engine's input.
     """
     if run is None or run.pk != run_id:
         run = ExtractionRun.objects.select_related("session", "session__patient").get(pk=run_id)
@@ -73,7 +78,7 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None, run: Extra
     record = clinical_record_for(snapshot=snapshot) if snapshot else None
     prior = memory_drafts_current(patient=session.patient, before_session=session)
     try:
-        drafts = extractor.extract_session(session_input_for(session=session), prior=prior, record=record)
+        drafts = extractor.extract_session(session_input_for(session=session, rows=rows), prior=prior, record=record)
     except PermanentError as exc:  # a RetryableError propagates to the task, which retries
         run_mark_failed(run, exc)
         raise

@@ -17,7 +17,7 @@ from reconcile_app.core.runs import run_mark_failed, run_mark_running
 from reconcile_app.fhir.models import RecordSnapshot
 from reconcile_app.fhir.selectors import clinical_record_for
 from reconcile_app.narrative.models import Memory
-from reconcile_app.narrative.selectors import memory_drafts_history, memory_list_for_session, memory_to_draft
+from reconcile_app.narrative.selectors import memory_drafts_history, memory_list_for_session, memory_list_with_drafts, memory_to_draft
 from reconcile_app.reconciliation.types import FindingDraft
 from reconcile_app.transcripts.models import Session
 
@@ -53,10 +53,10 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None, run: R
     run_mark_running(run)
     reconciler = get_reconciler(engine or run.engine)
     record = clinical_record_for(snapshot=run.snapshot)
-    memories = list(memory_list_for_session(session=session))
+    memories, memory_drafts = memory_list_with_drafts(session=session)
     history = memory_drafts_history(session=session)
     try:
-        drafts = reconciler.reconcile([memory_to_draft(m) for m in memories], record, history=history)
+        drafts = reconciler.reconcile(memory_drafts, record, history=history)
     except PermanentError as exc:  # a RetryableError propagates to the task, which retries
         run_mark_failed(run, exc)
         raise

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +37,17 @@ class Command(BaseCommand):
                             help="worker processes, each replaying whole patients in its own scratch database (default 1)")
         parser.add_argument("--timings", type=Path, default=None,
                             help="write a JSON breakdown here: engines' load and calls apart from the services")
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """From the command line the process ends once the results and timings are written and flushed, without
+        the interpreter's teardown: freeing the engines, the lexicon and the caches object by object took 0.6-0.9 s
+        wall of every replay (spawn to exit) and produced nothing. call_command (tests, other commands) never comes
+        here: only a process of its own exits this way. An error still exits through SystemExit as usual."""
+        super().run_from_argv(argv)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
     def handle(self, *args: Any, **options: Any) -> None:
         dataset: Path = options["dataset"]
