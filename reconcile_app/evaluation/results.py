@@ -10,8 +10,6 @@ from reconcile_app.reconciliation.models import Finding, ReconciliationRun
 from reconcile_app.transcripts.models import Session
 
 REF_KEYS = ("resourceType", "id", "system", "code")
-# What the results document never reads of a memory (JSON to decode, the turn's words), left in the database.
-_UNREAD_MEMORY = ("attributes", "quote", "turn__text")
 
 
 def _latest_done(runs: list[Any]) -> dict[int, Any]:
@@ -38,45 +36,49 @@ def results_for_patient(*, patient: Patient) -> dict[str, Any]:
     reconciliation = _latest_done(list(ReconciliationRun.objects.filter(session_id__in=ids, status=ReconciliationRun.Status.DONE,
                                                                         purpose=ReconciliationRun.Purpose.PIPELINE)
                                        .only("id", "session_id", "finished_at")))
-    by_run: dict[int, list[Memory]] = {}
-    for memory in (Memory.objects.filter(run_id__in=[r.pk for r in extraction.values()], origin=Memory.Origin.EXTRACTED)
-                   .exclude(status=Memory.Status.REVOKED).select_related("turn").defer(*_UNREAD_MEMORY).order_by("seq")):
-        by_run.setdefault(memory.run_id, []).append(memory)
-    findings_by_run: dict[int, list[Finding]] = {}
-    for finding in (Finding.objects.filter(run_id__in=[r.pk for r in reconciliation.values()])
-                    .select_related("memory", "memory__turn").order_by("memory__seq", "id")
-                    .defer("justification", *(f"memory__{name}" for name in _UNREAD_MEMORY))):
-        findings_by_run.setdefault(finding.run_id, []).append(finding)
+    # Plain values rather than model instances (two per memory, three per finding with the turn): the document
+    # needs a few columns of thousands of rows, and building the instances was most of its cost.
+    by_run: dict[int, list[tuple[Any, ...]]] = {}
+    for row in (Memory.objects.filter(run_id__in=[r.pk for r in extraction.values()], origin=Memory.Origin.EXTRACTED)
+                .exclude(status=Memory.Status.REVOKED).order_by("seq")
+                .values_list("run_id", "pk", "turn_ids", "turn__external_id", "subject", "category", "content")):
+        by_run.setdefault(row[0], []).append(row)
+    findings_by_run: dict[int, list[tuple[Any, ...]]] = {}
+    for row in (Finding.objects.filter(run_id__in=[r.pk for r in reconciliation.values()]).order_by("memory__seq", "id")
+                .values_list("run_id", "pk", "memory_id", "memory__turn_ids", "memory__turn__external_id", "kind", "severity",
+                             "safety_critical", "citations", "explanation", "category", "rule", "gate_notes")):
+        findings_by_run.setdefault(row[0], []).append(row)
     memories: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
     for session in sessions:
         run = extraction.get(session.pk)
-        for memory in by_run.get(run.pk, []) if run is not None else []:
+        for _run, pk, turn_ids, turn_external_id, subject, category, content in by_run.get(run.pk, []) if run is not None else []:
             memories.append({
-                "id": f"m{memory.pk}",
+                "id": f"m{pk}",
                 "session_id": session.external_id,
-                "turn_ids": list(memory.turn_ids) or [memory.turn.external_id],
-                "subject": memory.subject,
-                "category": memory.category,
-                "content": memory.content,
+                "turn_ids": list(turn_ids) or [turn_external_id],
+                "subject": subject,
+                "category": category,
+                "content": content,
             })
         rrun = reconciliation.get(session.pk)
-        for finding in findings_by_run.get(rrun.pk, []) if rrun is not None else []:
+        for (_run, pk, memory_id, turn_ids, turn_external_id, kind, severity, safety_critical, citations, explanation,
+             category, rule, gate_notes) in findings_by_run.get(rrun.pk, []) if rrun is not None else []:
             findings.append({
-                "id": f"f{finding.pk}",
-                "memory_id": f"m{finding.memory_id}",
+                "id": f"f{pk}",
+                "memory_id": f"m{memory_id}",
                 "session_id": session.external_id,
-                "turn_ids": list(finding.memory.turn_ids) or [finding.memory.turn.external_id],
-                "kind": finding.kind,
-                "severity": finding.severity,
-                "safety_critical": finding.safety_critical,
-                "fhir_refs": [{k: c.get(k, "") for k in REF_KEYS} for c in finding.citations],
-                "explanation": finding.explanation,
+                "turn_ids": list(turn_ids) or [turn_external_id],
+                "kind": kind,
+                "severity": severity,
+                "safety_critical": safety_critical,
+                "fhir_refs": [{k: c.get(k, "") for k in REF_KEYS} for c in citations],
+                "explanation": explanation,
                 # how it was raised, as codes (evaluation/breakdown.py counts false alarms by them; no clinical text)
-                "category": finding.category,
-                "rule": finding.rule,
-                "origin": origin_of(finding.rule, finding.gate_notes),
-                "learned": learned_change(finding.gate_notes),
+                "category": category,
+                "rule": rule,
+                "origin": origin_of(rule, gate_notes),
+                "learned": learned_change(gate_notes),
             })
     return {"patient": patient.reference, "memories": memories, "findings": findings}
 
