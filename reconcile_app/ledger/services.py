@@ -37,6 +37,7 @@ from reconcile_app.reconciliation.services import (
     finding_close,
     finding_event,
     finding_supersede,
+    findings_close_batch,
     findings_evaluate_memories,
     findings_reevaluate,
     findings_revoke,
@@ -260,22 +261,43 @@ def session_chain_recheck(*, session: Session) -> int:
     # in memory as they are superseded, so each link sees what one query per link would have seen at its turn.
     pool = list(Finding.objects.filter(memory_id__in={pk for link in newer for pk in link}, status=Finding.Status.CURRENT)
                 .defer("citations", "explanation", "justification", "gate_notes").order_by("id"))
-    count = 0
     with transaction.atomic():
-        for memory_id, superseded_id in newer:
-            replacement = next((f for f in reversed(pool) if f.memory_id == memory_id and f.status == Finding.Status.CURRENT), None)
-            olds = [f for f in pool if f.memory_id == superseded_id and f.status == Finding.Status.CURRENT]
-            for old in olds:
-                reason = f"a later state: memory #{memory_id} (session #{session.pk})"
-                if replacement is not None:
-                    finding_supersede(finding=old, by=replacement, code="later_statement", reason=reason)
-                else:
-                    finding_close(finding=old, code="later_statement", reason=reason)
-                count += 1
-            discrepancies = [f for f in olds if _is_discrepancy(f)]
-            if discrepancies:
-                triage_quotes_close(findings=discrepancies, reason=Q_.LATER_STATEMENT)
-    return count
+        # The steps as they follow one another (each link sees the statuses the links before it left), written
+        # at once: one UPDATE and one INSERT of events rather than two statements per finding. Should a finding
+        # have changed meanwhile, the links are taken one finding at a time, as before.
+        steps, quotes = _chain_steps(newer=newer, pool=pool, session=session, statuses={f.pk: f.status for f in pool})
+        if not findings_close_batch(steps=steps, code="later_statement"):
+            steps, quotes = _chain_steps(newer=newer, pool=pool, session=session, statuses=None)
+        for discrepancies in quotes:
+            triage_quotes_close(findings=discrepancies, reason=Q_.LATER_STATEMENT)
+    return len(steps)
+
+
+def _chain_steps(*, newer: list[tuple[int, int]], pool: list[Finding], session: Session,
+                 statuses: dict[int, str] | None) -> tuple[list[tuple[Finding, Finding | None, str]], list[list[Finding]]]:
+    """session_chain_recheck's steps, link by link: each current finding of the outdated state is superseded by the
+    newer state's current finding (closed where it has none), and the discrepancies among them lose their quotes.
+    With `statuses` (id -> status, followed here as the steps change them) nothing is written: the steps are
+    returned for findings_close_batch. Without, each step is written as it comes (finding_supersede, finding_close)."""
+    current = (lambda f: statuses[f.pk] == Finding.Status.CURRENT) if statuses is not None else (lambda f: f.status == Finding.Status.CURRENT)
+    steps: list[tuple[Finding, Finding | None, str]] = []
+    quotes: list[list[Finding]] = []
+    for memory_id, superseded_id in newer:
+        replacement = next((f for f in reversed(pool) if f.memory_id == memory_id and current(f)), None)
+        olds = [f for f in pool if f.memory_id == superseded_id and current(f)]
+        for old in olds:
+            reason = f"a later state: memory #{memory_id} (session #{session.pk})"
+            steps.append((old, replacement, reason))
+            if statuses is not None:
+                statuses[old.pk] = Finding.Status.SUPERSEDED if replacement is not None else Finding.Status.CLOSED
+            elif replacement is not None:
+                finding_supersede(finding=old, by=replacement, code="later_statement", reason=reason)
+            else:
+                finding_close(finding=old, code="later_statement", reason=reason)
+        discrepancies = [f for f in olds if _is_discrepancy(f)]
+        if discrepancies:
+            quotes.append(discrepancies)
+    return steps, quotes
 
 
 def correction_accept(*, correction: Memory, user: User, note: str = "") -> Finding | None:

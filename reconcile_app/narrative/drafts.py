@@ -22,8 +22,23 @@ from .types import MemoryDraft
 # outdating of a state by a later one, keeps its draft. Keyed by id and creation time, so a reused id (a
 # rolled-back test transaction) is a miss.
 DraftKey = tuple[int, datetime]
-_DRAFTS: OrderedDict[DraftKey, tuple[MemoryDraft, str]] = OrderedDict()
+# (the draft, its attributes as JSON, the same attributes decoded when they are flat: a dict of plain values)
+Entry = tuple[MemoryDraft, str, "dict[str, Any] | None"]
+_DRAFTS: OrderedDict[DraftKey, Entry] = OrderedDict()
 DRAFTS_MAX = 50_000
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _entry(draft: MemoryDraft, attributes: Any) -> Entry:
+    text = json.dumps(attributes)
+    flat = isinstance(attributes, dict) and all(type(v) in _PLAIN for v in attributes.values())
+    return (draft, text, json.loads(text) if flat else None)
+
+
+def _attributes_copy(entry: Entry) -> Any:
+    """The attributes as a fresh decode of their JSON would give them: a flat dict (most are) is copied, which
+    costs a third of decoding it again; nested values are decoded, so no list or dict is shared with the cache."""
+    return dict(entry[2]) if entry[2] is not None else json.loads(entry[1])
 
 
 def drafts_of(qs: QuerySet[Memory], *, convert: Callable[[Memory], MemoryDraft]) -> list[MemoryDraft]:
@@ -35,11 +50,11 @@ def drafts_for_keys(keys: list[DraftKey], *, convert: Callable[[Memory], MemoryD
     """The drafts of the memories with these keys (id, created_at) in this order, rows read only for those not seen
     yet; a memory changed or gone since its key was read is left out."""
     missing = [key for key in keys if key not in _DRAFTS]
-    fresh: dict[int, tuple[MemoryDraft, str]] = {}
+    fresh: dict[int, Entry] = {}
     if missing:
         wanted = set(missing)
         for memory in Memory.objects.filter(pk__in=[key[0] for key in missing]).select_related("turn"):
-            fresh[memory.pk] = entry = (convert(memory), json.dumps(memory.attributes))
+            fresh[memory.pk] = entry = _entry(convert(memory), memory.attributes)
             if (memory.pk, memory.created_at) in wanted and memory.status != Memory.Status.REVOKED:  # revoked between the reads
                 _DRAFTS[(memory.pk, memory.created_at)] = entry
         while len(_DRAFTS) > DRAFTS_MAX:
@@ -52,7 +67,7 @@ def drafts_for_keys(keys: list[DraftKey], *, convert: Callable[[Memory], MemoryD
             # dataclass constructor would cost more than the query saved.
             draft = object.__new__(MemoryDraft)
             draft.__dict__.update(entry[0].__dict__)
-            draft.attributes = json.loads(entry[1])
+            draft.attributes = _attributes_copy(entry)
             out.append(draft)
     return out
 
@@ -62,7 +77,7 @@ def drafts_seed(memories: Iterable[Memory], *, convert: Callable[[Memory], Memor
     rather than reading their rows back: each is converted from the memory as its row would read."""
     for memory in memories:
         row = _as_read(memory)
-        _DRAFTS[(memory.pk, memory.created_at)] = (convert(row), json.dumps(row.attributes))
+        _DRAFTS[(memory.pk, memory.created_at)] = _entry(convert(row), row.attributes)
     while len(_DRAFTS) > DRAFTS_MAX:
         _DRAFTS.popitem(last=False)
 

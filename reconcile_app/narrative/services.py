@@ -188,6 +188,10 @@ def _supersessions_store(supersessions: list[tuple[Memory, list[Memory]]]) -> No
     ])
 
 
+# What truth maintenance reads of an earlier state (the rest of the row, JSON and words, is not decoded).
+CHAIN_STATE_FIELDS = ("id", "session_id", "seq", "chain_key", "status", "mention_time")
+
+
 def _chain_states(*, session: Session, keys: set[str]) -> dict[str, list[Memory]]:
     """The current states of the given chains that a memory of `session` may supersede: those of earlier
     sessions and of this one (memory_drafts_store keeps those before each memory). One query for the
@@ -198,7 +202,7 @@ def _chain_states(*, session: Session, keys: set[str]) -> dict[str, list[Memory]
     for state in Memory.objects.filter(
         Q(session__started_at__lt=session.started_at) | Q(session=session),
         patient=session.patient, chain_key__in=sorted(keys), status=Memory.Status.CURRENT,
-    ).order_by("id"):
+    ).only(*CHAIN_STATE_FIELDS).order_by("id"):
         states.setdefault(state.chain_key, []).append(state)
     return states
 

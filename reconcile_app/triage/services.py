@@ -17,6 +17,7 @@ from django.utils import timezone
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.exceptions import PermanentError, RetryableError, ValidationFailed
 from reconcile_app.core.roles import Role
+from reconcile_app.fhir.clinical import ClinicalRecord
 from reconcile_app.fhir.selectors import clinical_record_for_id
 from reconcile_app.reconciliation.models import Finding
 
@@ -60,9 +61,14 @@ def routing_facts(finding: Finding) -> RoutingFacts:
     )
 
 
-def finding_summary_for(finding: Finding) -> str:
-    """The finding's one line, from its memory and the cited entries of the snapshot it was made against."""
-    record = clinical_record_for_id(snapshot_id=finding.snapshot_id)
+def finding_summary_for(finding: Finding, records: dict[int, ClinicalRecord] | None = None) -> str:
+    """The finding's one line, from its memory and the cited entries of the snapshot it was made against.
+    `records`: snapshot id -> record, kept by a caller summarising several findings (a session's are all
+    made against one snapshot), so the snapshot's hash is read once rather than once per finding."""
+    records = {} if records is None else records
+    record = records.get(finding.snapshot_id)
+    if record is None:
+        record = records[finding.snapshot_id] = clinical_record_for_id(snapshot_id=finding.snapshot_id)
     cited = [
         record_facts(citation=c, entry=record.get(str(c.get("resourceType", "")), str(c.get("id", ""))))
         for c in finding.citations or [] if isinstance(c, dict)
@@ -81,6 +87,7 @@ def triage_items_route(*, findings: Iterable[Finding]) -> list[TriageItem]:
     enabled = list(RoutingRule.objects.filter(enabled=True))
     rules = [rule_spec(r) for r in enabled]
     by_id = {r.id: r for r in enabled}
+    records: dict[int, ClinicalRecord] = {}  # snapshots never change: each one's record read once for the batch
     routed: list[TriageItem] = []
     for finding in findings:
         with transaction.atomic():
@@ -90,7 +97,7 @@ def triage_items_route(*, findings: Iterable[Finding]) -> list[TriageItem]:
                 continue
             memory = finding.memory
             key = concept_key(category=memory.category, attributes=memory.attributes or {})
-            summary = finding_summary_for(finding)
+            summary = finding_summary_for(finding, records)
             # Sessions of one patient are routed one at a time (the pipeline's per-patient lease);
             # the row lock covers a manual re-route running beside it.
             target = (

@@ -189,7 +189,7 @@ def test_the_drafts_seeded_at_insertion_are_those_a_read_of_the_rows_makes() -> 
                         event_time=EventTime(text="last week", start=turn.at.astimezone(elsewhere) - td(days=7), end=None),
                         chain_key="medication:lisinopril", op=MemoryOp.INSERT)
     (memory,) = memory_drafts_store(run=run, session=later_session, drafts=[draft], turns={turn.external_id: turn})
-    seeded, seeded_attributes = drafts_module._DRAFTS[(memory.pk, memory.created_at)]
+    seeded, seeded_attributes, _flat = drafts_module._DRAFTS[(memory.pk, memory.created_at)]
     drafts_module._DRAFTS.clear()
     later = session_create(patient=patient)
     type(later).objects.filter(pk=later.pk).update(started_at=BASE_TIME + timedelta(days=14))

@@ -42,8 +42,11 @@ class Command(BaseCommand):
         """From the command line the process ends once the results and timings are written and flushed, without
         the interpreter's teardown: freeing the engines, the lexicon and the caches object by object took 0.6-0.9 s
         wall of every replay (spawn to exit) and produced nothing. call_command (tests, other commands) never comes
-        here: only a process of its own exits this way. An error still exits through SystemExit as usual."""
+        here: only a process of its own exits this way. An error still exits through SystemExit as usual, and so
+        does a process under a profiler or tracer (cProfile, coverage), which writes its report at exit."""
         super().run_from_argv(argv)
+        if sys.getprofile() is not None or sys.gettrace() is not None:
+            return
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
