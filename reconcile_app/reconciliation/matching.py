@@ -745,7 +745,17 @@ def _normed_idioms(idioms: tuple[str, ...]) -> tuple[str, ...]:
 
 def expand_activity_words(text: str, kb: Knowledge | None = None) -> set[str]:
     """Memory words plus the tags of activity groups and drug classes it names (running -> high impact)."""
-    kb = kb or load_knowledge()
+    if kb is None or kb is load_knowledge():
+        return set(_expanded_activity_words(text))  # the shared tables: kept per text
+    return _expand_activity_words(text, kb)
+
+
+@lru_cache(maxsize=16384)
+def _expanded_activity_words(text: str) -> frozenset[str]:
+    return frozenset(_expand_activity_words(text, load_knowledge()))
+
+
+def _expand_activity_words(text: str, kb: Knowledge) -> set[str]:
     normed = norm(text)
     for idiom in _normed_idioms(kb.idioms):
         normed = normed.replace(idiom, " | ")

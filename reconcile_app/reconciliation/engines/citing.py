@@ -5,6 +5,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from reconcile_app.core.linear import LinearModel, load_model
@@ -211,7 +212,13 @@ def linked_entries(text: str, record: ClinicalRecord, kb: Knowledge) -> dict[tup
 
 def _display_word(entry: ClinicalEntry, said: set[str]) -> dict[str, float]:
     """A distinctive word of the entry's own display said outright: links a drug or problem the tables do not know."""
-    return {"display_word": 1.0} if said & stems(content_words(entry.display)) else {}
+    return {"display_word": 1.0} if said & _display_stems(entry.display) else {}
+
+
+@lru_cache(maxsize=16384)
+def _display_stems(display: str) -> frozenset[str]:
+    """The stemmed content words of a record display, kept per display: every linking reads every entry's."""
+    return frozenset(stems(content_words(display)))
 
 
 def _through_cited(record: ClinicalRecord, cited: Sequence[Citation], kb: Knowledge) -> dict[tuple[str, str], dict[str, float]]:
@@ -263,15 +270,24 @@ def _observations(idx: RecordIndex, m: Mentions, labs: set[str], kb: Knowledge) 
     """The newest observation of each linked code stands for its history (the scoring and the reviewer see one series)."""
     out: list[tuple[ClinicalEntry, dict[str, float]]] = []
     seen: set[str] = set()
-    for code, entries in sorted(idx.observations.items()):
-        newest = entries[0]
+    for newest, codes in _newest_observations(idx):
         if newest.id in seen:
             continue
-        f = _observation_features({c.code for c in newest.codings}, m, labs, kb)
+        f = _observation_features(set(codes), m, labs, kb)
         if f:
             seen.add(newest.id)
             out.append((newest, f))
     return out
+
+
+def _newest_observations(idx: RecordIndex) -> tuple[tuple[ClinicalEntry, frozenset[str]], ...]:
+    """Each observation code's newest entry with its codes, in code order; kept on the index, which is built once per
+    record (sorting a long record's codes for every statement and session linked was most of the linking's cost)."""
+    held = idx.__dict__.get("_newest_observations")
+    if held is None:
+        held = idx.__dict__["_newest_observations"] = tuple(
+            (entries[0], frozenset(c.code for c in entries[0].codings)) for _code, entries in sorted(idx.observations.items()))
+    return held
 
 
 def _context(entry: ClinicalEntry, f: dict[str, float], category: str) -> dict[str, float]:
