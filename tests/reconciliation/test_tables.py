@@ -457,6 +457,13 @@ MUST_HAVE = [
     ("class:polyvalent_cation", "drug:levothyroxine"), ("class:polyvalent_cation", "class:fluoroquinolone"), ("class:polyvalent_cation", "class:tetracycline"),
     ("class:alcohol", "class:sulfonylurea"), ("class:alcohol", "class:insulin"), ("drug:isotretinoin", "state:pregnancy"), ("drug:valproate", "state:pregnancy"),
     ("drug:warfarin", "state:pregnancy"), ("class:ace_inhibitor", "state:pregnancy"), ("class:methotrexate", "state:pregnancy"), ("drug:topiramate", "state:pregnancy"),
+    # antithrombotics with serotonergic antidepressants and steroids; moderate CYP3A4 inhibitors with narrow-range drugs;
+    # sedating antihistamines with opioids; duplicate acetaminophen or benzodiazepines
+    ("class:snri", "class:anticoagulant"), ("class:ssri", "class:antiplatelet"), ("class:systemic_steroid", "class:anticoagulant"),
+    ("class:macrolide", "drug:warfarin"), ("drug:ibrutinib", "class:anticoagulant"), ("drug:fluconazole", "class:calcineurin_or_mtor_inhibitor"),
+    ("drug:diltiazem", "class:calcineurin_or_mtor_inhibitor"), ("drug:verapamil", "drug:simvastatin"), ("drug:trimethoprim", "class:methotrexate"),
+    ("drug:diphenhydramine", "class:opioid"), ("drug:promethazine", "class:opioid"), ("class:acetaminophen", "class:acetaminophen"),
+    ("class:benzodiazepine", "class:benzodiazepine"),
 ]
 
 
