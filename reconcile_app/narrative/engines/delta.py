@@ -87,9 +87,10 @@ class DeltaDetector:
         """Attach each patient turn's score to its memories; add a fallback memory where the model is sure and the rules silent."""
         if self.detector is None:
             return drafts
-        scores = {turn_id: (self.detector.positive(self.detector.featurize(*raw)), *raw)
-                  for turn_id, raw in self.turn_inputs(session, drafts, hits_of).items()}
-        return self.attach(session, drafts, scores)
+        raw_of = self.turn_inputs(session, drafts, hits_of)
+        features = {turn_id: self.detector.featurize(*raw) for turn_id, raw in raw_of.items()}
+        scores = {turn_id: (self.detector.positive(features[turn_id]), *raw) for turn_id, raw in raw_of.items()}
+        return self.attach(session, drafts, scores, features=features)
 
     @staticmethod
     def turn_inputs(session: SessionInput, drafts: Sequence[MemoryDraft],
@@ -110,8 +111,10 @@ class DeltaDetector:
         return out
 
     def attach(self, session: SessionInput, drafts: list[MemoryDraft],
-               scores: dict[str, tuple[float, dict[str, str], dict[str, float]]]) -> list[MemoryDraft]:
-        """Put each turn's score on its memories and add fallback memories (scores given: training uses out-of-fold ones)."""
+               scores: dict[str, tuple[float, dict[str, str], dict[str, float]]],
+               features: dict[str, dict[str, float]] | None = None) -> list[MemoryDraft]:
+        """Put each turn's score on its memories and add fallback memories (scores given: training uses out-of-fold ones).
+        `features`: the detector's features of each turn when the caller has them (annotate), not computed again."""
         threshold = self.detector.threshold if self.detector else 1.0
         by_turn: dict[str, list[MemoryDraft]] = {}
         for d in drafts:
@@ -123,7 +126,10 @@ class DeltaDetector:
             mine = by_turn.pop(turn.id, [])
             if turn.id in scores:
                 score, texts, dense = scores[turn.id]
-                why = [name for name, _ in self.detector.explain(self.detector.featurize(texts, dense), top=4)] if self.detector else []
+                why: list[str] = []
+                if self.detector:
+                    x = features[turn.id] if features and turn.id in features else self.detector.featurize(texts, dense)
+                    why = [name for name, _ in self.detector.explain(x, top=4)]
                 for d in mine:
                     d.attributes["delta"] = {"score": round(score, 4), "why": why}
                 if score >= threshold and not any(d.category in CLINICAL and d.is_patient_affirmed for d in mine):
