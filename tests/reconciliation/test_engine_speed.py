@@ -179,3 +179,13 @@ def test_plan_mentions_kept_per_text_are_new_each_call() -> None:
     assert "made-up" not in again and all(999 not in spots for spots in again.values())
     assert plantext.mentions(text, allowed=set()) == {}
     assert matching.stems({"walking", "boxes", "cats", "walked", "is"}) == {"walk", "box", "cat", "walk", "is"}
+
+
+def test_what_the_patient_did_kept_per_text_is_a_new_set_each_call() -> None:
+    from reconcile_app.reconciliation.engines.rules import plantext
+
+    text = "climbed the ladder to clean the gutters, no salami though"
+    first = plantext.done_by_patient(text)
+    first.add("made-up")
+    assert "made-up" not in plantext.done_by_patient(text)
+    assert plantext.done_by_patient(text, set()) == set()

@@ -364,6 +364,12 @@ _OTHER_ACTOR = re.compile(r"^(?:(?:and|but|so|then|while|because|since|cause)\s+
 def done_by_patient(text: str, allowed: set[str] | None = None, ambiguous_ok: set[str] | None = None) -> set[str]:
     """Concepts the patient says they did or had: named in a clause that neither negates them ("no salami", "didn't
     go near a ladder") nor has someone else do them ("my son did the gutters")."""
+    return set(_done_by_patient(text, None if allowed is None else frozenset(allowed), frozenset(ambiguous_ok or ())))
+
+
+@lru_cache(maxsize=16384)
+def _done_by_patient(text: str, allowed: frozenset[str] | None, ambiguous_ok: frozenset[str]) -> frozenset[str]:
+    """done_by_patient(), kept per text and concept sets (a quote is read again when the rules judge it on its own)."""
     _, reading = vocabulary()
     out: set[str] = set()
     for clause in _CLAUSE.split(regex_text(text)):
@@ -372,7 +378,7 @@ def done_by_patient(text: str, allowed: set[str] | None = None, ambiguous_ok: se
             continue
         normed = _without_idioms(norm(clause))
         out |= {c for c, spots in found.items() if any(not negated_at(normed, p, reading) for p in spots)}
-    return out
+    return frozenset(out)
 
 
 def ambiguous_for(items: tuple[PlanItem, ...]) -> set[str]:
