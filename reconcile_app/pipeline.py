@@ -227,8 +227,10 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
         session_revoke(session=session, reason="consent withdrawn while the session was processed")
         return
     # Routing reads the memory and session of every discrepancy, and passes over any other finding: only
-    # discrepancies are read (most findings of a session are not).
-    _route(list(rrun.findings.filter(kind__in=DISCREPANCY_KINDS).select_related("memory", "session")))
+    # discrepancies are read (most findings of a session are not), and none at all when the run wrote none (its
+    # stats count them as written; a run's findings are never edited). A run without the count is read as before.
+    if rrun.stats.get("discrepancies", 1):
+        _route(list(rrun.findings.filter(kind__in=DISCREPANCY_KINDS).select_related("memory", "session")))
     session_chain_recheck(session=session)
     _set_status(session, Session.Pipeline.DONE)
 
