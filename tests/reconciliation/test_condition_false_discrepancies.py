@@ -63,6 +63,33 @@ def test_the_same_red_flag_said_about_now_is_a_safety_gap(record: ClinicalRecord
     assert (finding.kind, finding.safety_critical) == ("gap", True)
 
 
+@pytest.mark.parametrize("quote", [
+    "Years ago, I passed out cold at my cousin's wedding",
+    "When I was a teenager I had two seizures, none since",
+    "back when i worked nights i threw up blood a couple times",
+    "In twenty seventeen I passed out in the shower",
+    "As a kid I fainted every time they drew blood",
+])
+def test_a_red_flag_set_in_an_earlier_period_of_life_is_not_a_new_red_flag(record: ClinicalRecord, quote: str) -> None:
+    # ConText historical temporality without a calendar year: a relative past, a life stage, a spoken year
+    assert judge(record, "symptom", quote).kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", [
+    "Years ago I passed out once, and it happened again last night",
+    "When I was a kid I had seizures and now I had one yesterday",
+])
+def test_a_red_flag_recalled_from_long_ago_and_said_again_now_is_still_a_safety_gap(record: ClinicalRecord, quote: str) -> None:
+    finding = judge(record, "symptom", quote)
+    assert (finding.kind, finding.safety_critical) == ("gap", True)
+
+
+def test_a_pregnancy_that_sets_a_past_story_is_no_pregnancy_now(record: ClinicalRecord) -> None:
+    assert judge(record, "symptom", "Once, while I was pregnant with my oldest, I got dizzy in a checkout line").rule != "pregnancy-undocumented"
+    # twin: the same words with a pregnancy of today
+    assert judge(record, "condition", "I was so dizzy when I found out I'm pregnant again", name="pregnancy").rule.startswith("pregnancy")
+
+
 def test_a_large_number_that_is_not_a_year_dates_nothing(record: ClinicalRecord) -> None:
     finding = judge(record, "symptom", "I walked 2000 steps and then my stools were black as tar")
     assert finding.kind == "gap"

@@ -88,6 +88,19 @@ def test_the_floor_leaves_a_medium_rated_safety_sign_to_the_judge() -> None:
     assert out.kind == "no_clinical_relevance" and out.rule == "judge-quiet:redflag-syncope"
 
 
+def test_the_floor_leaves_a_sign_from_an_earlier_period_of_life_to_the_judge() -> None:
+    # trap twins without a calendar year: a relative past, a life stage or an age, fronted before the main clause
+    for quote in ("Years ago, I blacked out at a wedding.", "When I was nineteen I blacked out once.",
+                  "Back in school I blacked out in gym class."):
+        memory, draft = _flag(quote)
+        [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+        assert out.kind == "no_clinical_relevance", quote
+    for quote in ("Years ago I blacked out once and again last night.", "When I was 30 weeks along I blacked out."):
+        memory, draft = _flag(quote)
+        [out] = _judge(-5.0, threshold=0.9).apply([memory], [draft], RECORD)
+        assert out.kind == "gap" and "safety floor" in out.gate_notes[-1], quote
+
+
 def test_spoken_years() -> None:
     assert [spoken_year(t, 2026) for t in ("2018", "'18", "\u201918", "'30", "twenty twenty-three", "two thousand and nine",
                                             "twenty oh five", "twenty nineteen")] == [2018, 2018, 2018, 1930, 2023, 2009, 2005, 2019]

@@ -41,6 +41,8 @@ CLINICAL = frozenset({"medication", "condition", "symptom", "allergy", "procedur
 # data/cues/judge_floor.json: an event placed in a past year ("back in '18", "in January twenty twenty-three")
 _FLOOR_CUES = cues_load([Path(__file__).resolve().parents[1] / "data" / "cues" / "judge_floor.json"])
 RETOLD_YEAR = re.compile(_FLOOR_CUES["retold_year"]["pattern"], re.IGNORECASE)
+RETOLD_PERIOD = re.compile(_FLOOR_CUES["retold_period"]["pattern"], re.IGNORECASE)
+TOLD_AS_NOW = re.compile(_FLOOR_CUES["told_as_now"]["pattern"], re.IGNORECASE)
 _YEAR_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen".split())}
@@ -137,6 +139,16 @@ def retold_past(memory: MemoryDraft) -> bool:
     return bool(known) and max(known) < when - 1
 
 
+def retold_period(memory: MemoryDraft) -> bool:
+    """The memory sets its event in an earlier period of life or a distant relative past ("years ago", "back when",
+    "as a kid", "when I was nineteen"), names no calendar year, and no word brings it to now ("again", "still", "last
+    night"): a retold history, like a past year (ConText historical temporality). Kept apart from retold_past, which
+    also decides a raised turn's kind: measured there on validation, it turned one contradiction into a gap."""
+    if RETOLD_YEAR.search(memory.quote):
+        return False  # the year decides (retold_past)
+    return bool(RETOLD_PERIOD.search(memory.quote)) and not TOLD_AS_NOW.search(memory.quote)
+
+
 def affirmed_now(memory: MemoryDraft) -> bool:
     """What the safety floor holds: the memory is the patient's (a caregiver telling of the patient is the patient's
     fact: the extractor's subject says whose it is, not who speaks), affirmed, and not a retold past year.
@@ -147,7 +159,8 @@ def affirmed_now(memory: MemoryDraft) -> bool:
 def floor_holds(memory: MemoryDraft, draft: FindingDraft) -> bool:
     """The safety floor: a discrepancy the sourced tables call safety-critical and rate high (acute harm) that the
     patient affirms now is kept whatever the judge scores (Judge.decide_turn; training simulates the same)."""
-    return draft.kind in DISCREPANCY_KINDS and draft.safety_critical and draft.severity == Severity.HIGH and affirmed_now(memory)
+    return (draft.kind in DISCREPANCY_KINDS and draft.safety_critical and draft.severity == Severity.HIGH and affirmed_now(memory)
+            and not retold_period(memory))
 
 
 # Agreements where the record has caught up with the change the patient reports (the order is now stopped, the allergy

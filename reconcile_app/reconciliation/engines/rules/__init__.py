@@ -37,7 +37,7 @@ from .lifestyle import LifestyleRules
 from .medication import MedicationRules
 from .observation import ObservationRules
 from .procedure import ProcedureRules
-from .cues import PREGNANT
+from .cues import PREGNANT, PREGNANT_PAST
 from .cues import pattern as cue_pattern_of
 from .verdict import (
     CONTRA, Cat, Context, GAP, MAX_CITATIONS, MAX_EXPLANATION, NCR, REPEAT_WINDOW, Verdict, _CONCEPT_ATTRIBUTES,
@@ -147,7 +147,7 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
         if m.assertion in (Assertion.HYPOTHETICAL, Assertion.UNCERTAIN):
             return Verdict(NCR, _record_category(category), f"assertion-{m.assertion}", explanation="Hypothetical or uncertain; nothing to reconcile.")
         text = _text(m)
-        if m.assertion == Assertion.AFFIRMED and PREGNANT.search(regex_text(m.quote)) and category not in ("goal", "preference"):
+        if m.assertion == Assertion.AFFIRMED and _pregnant_now(m.quote) and category not in ("goal", "preference"):
             return self._pregnancy(m, ctx)
         relapse = self._alcohol_relapse(m, ctx)
         if relapse is not None:
@@ -188,6 +188,12 @@ class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRul
             if smoking is not None:
                 return smoking
         return verdict
+
+
+def _pregnant_now(quote: str) -> bool:
+    """The quote says the patient is pregnant, outside a clause that sets another event in an earlier pregnancy
+    ("when I was pregnant with my first I fainted" is a retold history, not a pregnancy the record lacks)."""
+    return bool(PREGNANT.search(PREGNANT_PAST.sub(" ", regex_text(quote))))
 
 
 def _measured_on_the_patient(m: MemoryDraft) -> bool:

@@ -20,6 +20,7 @@ from .cues import (
     CHRONIC, CLINICIAN_NAMED, CLINICIAN_SAID, DIAGNOSED, DIAGNOSIS_RATED, ENVIRONMENTAL, REACTION, RESOLVED, RESOLVED_AFTER,
     SURGERY, WENT_AWAY,
 )
+from ..judge import retold_past, retold_period
 from .verdict import AGREE, CONTRA, Cat, Context, GAP, NCR, Verdict, _attr, _grounded_term, _looks_acute, _short
 
 # one definition of what makes a word a diagnosis (a disease suffix or head noun), shared with the extractor
@@ -106,9 +107,9 @@ class ConditionRules:
         cites what makes it dangerous (the conditions and drug classes of its row, its lab, the plan that watches it).
         reread: the memory was filed as chatter, so only a flag that is acute or that the record makes dangerous counts."""
         quote = regex_text(m.quote)
-        if _dated_past(quote, m.mention_time) or (reread and (PAST_HABIT.search(quote) or RECALLED_PAST.search(quote))):
-            # a retold history ("in June of 2022 the bleeding started"), a past habit or, in chatter, a sign recalled
-            # as shared history ("remember when I ...", "at the start") is no new red flag
+        if _dated_past(quote, m.mention_time) or retold_past(m) or retold_period(m) or (reread and (PAST_HABIT.search(quote) or RECALLED_PAST.search(quote))):
+            # a retold history ("in June of 2022 the bleeding started", "back in '19", "twenty eighteen"), a past habit
+            # or, in chatter, a sign recalled as shared history ("remember when I ...", "at the start") is no new red flag
             return None
         kept = self._red_flags_said(m, ctx, text, only_classes)
         if reread:

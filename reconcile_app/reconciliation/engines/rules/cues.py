@@ -124,6 +124,7 @@ SURGERY = pattern("surgery")
 
 
 PREGNANT = pattern("pregnant")
+PREGNANT_PAST = pattern("pregnant_past")
 
 
 REGULAR = pattern("regular")
