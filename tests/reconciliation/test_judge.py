@@ -141,6 +141,21 @@ def test_an_agreement_the_record_caught_up_with_or_a_superseding_agreement_is_ne
     assert pick([_memory()], [agrees]) == 0  # twin: a first statement the rules call agreeing may still be raised
 
 
+def test_an_order_the_patient_says_they_take_as_instructed_is_never_raised() -> None:
+    agrees = FindingDraft(kind="agreement", rule="med-active-agrees", citations=[Citation("MedicationRequest", "m1")])
+    for quote in ("I take the omeprazole before breakfast, exactly as prescribed.", "Same as always, one in the morning.",
+                  "Taking it like the doctor said, haven't missed one."):
+        memory = _memory()
+        memory.quote = quote
+        assert pick([memory], [agrees]) is None, quote
+    # twins: partial or changed use beside the same words, or no word of adherence at all, may still be raised
+    for quote in ("I take it as prescribed, but only every other day.", "Like the doctor said, except I skipped a few.",
+                  "I take the omeprazole before breakfast."):
+        memory = _memory()
+        memory.quote = quote
+        assert pick([memory], [agrees]) == 0, quote
+
+
 def test_nothing_cited_is_raised_as_a_gap_and_someone_elses_fact_never() -> None:
     assert _judge(5.0).apply([_memory()], [FindingDraft(kind="no_clinical_relevance", rule="med-unnamed")], RECORD)[0].kind == "gap"
     other = _memory()

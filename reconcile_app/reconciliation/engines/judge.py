@@ -43,6 +43,8 @@ _FLOOR_CUES = cues_load([Path(__file__).resolve().parents[1] / "data" / "cues" /
 RETOLD_YEAR = re.compile(_FLOOR_CUES["retold_year"]["pattern"], re.IGNORECASE)
 RETOLD_PERIOD = re.compile(_FLOOR_CUES["retold_period"]["pattern"], re.IGNORECASE)
 TOLD_AS_NOW = re.compile(_FLOOR_CUES["told_as_now"]["pattern"], re.IGNORECASE)
+AS_INSTRUCTED = re.compile(_FLOOR_CUES["as_instructed"]["pattern"], re.IGNORECASE)
+ADHERENCE_LAPSE = re.compile(_FLOOR_CUES["adherence_lapse"]["pattern"], re.IGNORECASE)
 _YEAR_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen".split())}
@@ -175,7 +177,16 @@ def _caught_up(memory: MemoryDraft, draft: FindingDraft) -> bool:
     record, so the earlier finding is resolved by the ledger, not replaced by a new item)."""
     if draft.kind != FindingKind.AGREEMENT:
         return False
-    return draft.rule in RECORD_CAUGHT_UP or memory.op == MemoryOp.SUPERSEDE
+    return draft.rule in RECORD_CAUGHT_UP or memory.op == MemoryOp.SUPERSEDE or taken_as_instructed(memory, draft)
+
+
+def taken_as_instructed(memory: MemoryDraft, draft: FindingDraft) -> bool:
+    """The rules found the patient taking an active order (no dose or schedule they could tell apart from it) and the
+    patient says so as adherence to the order ("as prescribed", "like the doctor said", "same as always", "never missed
+    one"), with no word of partial or changed use ("only", "half", "skipped", "ran out"): the record already holds
+    it, so raising it would put an agreement in the queue (adherence self-report, MARS-5)."""
+    return (draft.rule == "med-active-agrees" and bool(AS_INSTRUCTED.search(memory.quote))
+            and not ADHERENCE_LAPSE.search(memory.quote))
 
 
 def promotable(memory: MemoryDraft) -> bool:
@@ -188,7 +199,11 @@ def pick(memories: Sequence[MemoryDraft], drafts: Sequence[FindingDraft]) -> int
     if discrepancies:
         return max(discrepancies, key=lambda i: (drafts[i].safety_critical, SEVERITY_RANK.get(drafts[i].severity, 0),
                                                  len(drafts[i].citations), -i))
-    candidates = [i for i, m in enumerate(memories) if promotable(m) and not _caught_up(m, drafts[i])]
+    # a turn that reports taking an order as instructed agrees with the record as a whole: its other agreements (the
+    # readings in range said beside it, the second pill of the same routine) are not raised in its place
+    instructed = any(taken_as_instructed(m, d) for m, d in zip(memories, drafts))
+    candidates = [i for i, m in enumerate(memories) if promotable(m) and not _caught_up(m, drafts[i])
+                  and not (instructed and drafts[i].kind == FindingKind.AGREEMENT)]
     if not candidates:
         return None
     return max(candidates, key=lambda i: (len(drafts[i].citations), bool(memories[i].attributes.get("record_ref")),
