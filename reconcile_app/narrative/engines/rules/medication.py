@@ -94,12 +94,12 @@ def _s_prescribed_unlisted(s: SentenceScope) -> None:
 
 
 def _medication(mention: Mention, hit: Hit, entry: Entry, res: ctx.ContextResult, words: list[str],
-                sent: Sentence, lex: Lexicon, state: TurnState) -> bool:
+                sent: Sentence, lex: Lexicon, state: TurnState, others: tuple[str, ...] = ()) -> bool:
     """A drug or class hit as a medication: the drug, the action on it, dose, frequency, source and owner.
     False when it is a bare generic class ("an inhaler") with no action: not a statement about a medication."""
     attrs = _drug_of(mention, entry, lex)
     clause = _clause_around(sent, hit.start, hit.end)
-    action, dose_change = _action(clause, sent.low, hit, words, res)
+    action, dose_change = _action(clause, sent.low, hit, words, res, others)
     action, dose_change = _switched(sent.low, hit, action, dose_change)
     if _lexicon_noise(hit, entry, clause, sent.low, words, action):
         return False
@@ -235,6 +235,8 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
             start, end = m.start(g), m.end(g)
             if any(s <= start < e for s, e in covered):
                 continue
+            if rx is _PRONOUN_MED and _determiner_of_hit(sent.low, end, hits):
+                continue  # "stopped those fish oil capsules": 'those' opens the named drug's phrase, not a pronoun
             tok_start = next((i for i, t in enumerate(sent.tokens) if t[1] >= start), len(words) - 1)
             pseudo = Hit(start, end, tok_start, tok_start + 1, m.group(g), (Entry("drug_class", "", "rules"),))
             res = ctx.assess(words, tok_start, tok_start + 1, triggers=triggers, people=people)
@@ -263,7 +265,17 @@ def _generic_medications(state: TurnState, sent: Sentence, words: list[str], hit
     return out
 
 
-def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult) -> tuple[str | None, str]:
+def _determiner_of_hit(low: str, end: int, hits: list[Hit]) -> bool:
+    """A demonstrative ('those', 'that') directly before a drug the sentence names is that noun phrase's determiner,
+    not a pronoun standing for an earlier medicine (Quirk et al. 1985, 6.40: demonstratives as determiners and as
+    pronouns)."""
+    gap = re.match(r"\s+", low[end:])
+    at = end + (gap.end() if gap else 0)
+    return any(h.start == at and h.best.kind in ("drug", "drug_class") for h in hits)
+
+
+def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.ContextResult,
+            others: tuple[str, ...] = ()) -> tuple[str | None, str]:
     if _NEGATED_STOP.search(clause) or _PAST_LAPSE_ENDED.search(sentence):
         return "taking", ""  # "never stopped it", "haven't missed a dose", "used to skip them, not anymore": continued
     if res.negation_at >= 0 and words[res.negation_at] in ("without", "no") and 0 <= hit.tok_start - res.negation_at <= 3:
@@ -287,9 +299,9 @@ def _action(clause: str, sentence: str, hit: Hit, words: list[str], res: ctx.Con
             _AMOUNT[instead.group(1)] != _AMOUNT[instead.group(2)]:
         # "taking two every morning instead of one", "half a pill instead of a whole one": a self-made dose change
         return "changed_dose", "more" if _AMOUNT[instead.group(1)] > _AMOUNT[instead.group(2)] else "less"
-    found = _nearest_action(clause, hit.term)
+    found = _nearest_action(clause, hit.term, others)
     if found is None and clause != sentence:
-        found = _nearest_action(sentence, hit.term)
+        found = _nearest_action(sentence, hit.term, others)
     return found if found is not None else (None, "")
 
 
@@ -298,9 +310,10 @@ _AMOUNT = {"half": 0.5, "one": 1, "1": 1, "a": 1, "two": 2, "2": 2, "three": 3, 
 _INSTEAD_OF = cue_pattern("instead_of")
 
 
-def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
+def _nearest_action(text: str, term: str, others: tuple[str, ...] = ()) -> tuple[str, str] | None:
     """The action verb nearest the mention; a specific action (stopped, changed dose) beats a generic one
-    ("taking", "took") unless the generic verb is much closer."""
+    ("taking", "took") unless the generic verb is much closer. A verb whose direct object is another drug of the
+    sentence is that drug's, unless the mention is coordinated with it (`_object_of_other`)."""
     found = re.search(r"(?<![a-z0-9])" + re.escape(term) + r"(?![a-z0-9])", text) if term else None
     center = found.start() if found else -1
     best: tuple[float, str, str] | None = None
@@ -310,12 +323,54 @@ def _nearest_action(text: str, term: str) -> tuple[str, str] | None:
                 continue  # the mention's own words ("pill" in "pill"); a frame around it ("cut the pills in half") counts
             if action == "stopped" and _ACTIVITY_STOP.match(text, m.start()):
                 continue  # "stopped worrying about it", "stopped by the pharmacy": the stop is not the medicine's
+            if action == "stopped" and _noun_object_elsewhere(text, m, term):
+                continue  # "back to one at bedtime, no more falls in the shower": the stop's object is the falls
+            if others and action != "taking" and _object_of_other(text, m.end(), term, others):
+                continue  # "they had me stop the sertraline, the new one works": the stop's object is the other drug
             distance = float(abs(m.start() - center) if center >= 0 else m.start())
             if action not in ("taking", "took_once"):
                 distance -= 12
             if best is None or distance < best[0]:
                 best = (distance, action, dose_change)
     return None if best is None else (best[1], best[2])
+
+
+_NP_STOPS = frozenset({"no more", "done with", "gave up", "give up", "giving up"})
+_MED_OBJECT = cue_words("stop_object_medicine")
+
+
+def _noun_object_elsewhere(text: str, m: re.Match[str], term: str) -> bool:
+    """A stop said with a noun-phrase scope ('no more', 'done with', 'gave up') whose noun is neither the mention nor
+    a medicine word: NegEx's 'no' negates the noun phrase after it (Chapman et al. 2001; the scope is the phrase,
+    Harkema et al. 2009), so 'no more late snacks' beside a drug stops the snacks, not the drug."""
+    if m.group(0) not in _NP_STOPS:
+        return False
+    ahead = re.split(r"[.,;:!?]", text[m.end() : m.end() + 40], maxsplit=1)[0].split()[:4]
+    if not ahead:
+        return False  # "the statin, no more": the phrase ends, the drug before it is the one stopped
+    if term and any(w == term.lower().split()[0] for w in ahead):
+        return False
+    return not any(w in _MED_OBJECT for w in ahead[:2])
+
+
+_OBJECT_SLOT = re.compile(r"\s+(?:(?:the|my|his|her|their|your|our|that|this|those|these|all|of|off|taking|using)\s+){0,2}")
+_COORDINATED = re.compile(r"\s*(?:,\s*)?(?:and|or|&|plus|nor|as well as|along with|together with)?\s*(?:(?:the|my|his|her|their|your|"
+                          r"our|that|this|those|these|also|then)\s+)*$")
+
+
+def _object_of_other(text: str, verb_end: int, term: str, others: tuple[str, ...]) -> bool:
+    """Whether the verb ending at verb_end takes another drug of the sentence as its direct object (after at most two
+    determiners or a gerund), with the mention not coordinated with that object. A transitive verb's object slot
+    holds one noun phrase (or a coordination of them); a drug outside it is not what the verb acts on (Quirk et al.
+    1985, 10.2 and 13.1; the same attachment ConText's scope leaves to the clause, Harkema et al. 2009)."""
+    slot = _OBJECT_SLOT.match(text, verb_end)
+    at = slot.end() if slot else verb_end
+    other = next((o for o in others if o and o != term.lower() and text.startswith(o, at)
+                  and not text[at + len(o) : at + len(o) + 1].isalnum()), None)
+    if other is None:
+        return False
+    mine = text.find(term.lower(), at + len(other)) if term else -1
+    return not (mine >= 0 and _COORDINATED.match(text[at + len(other) : mine]))
 
 
 def _source(sentence: str, drug: str, res: ctx.ContextResult, turn: TurnInput) -> str:

@@ -88,7 +88,8 @@ def _s_categorised(s: SentenceScope, mention: Mention, category: str, hit: Hit, 
         category = mention.category = MemoryCategory.ALLERGY
         _allergy_claim(mention, Entry("allergen", entry.canonical, entry.source), sent)
     elif category == MemoryCategory.MEDICATION:
-        if not _medication(mention, hit, entry, res, words, sent, lex, state):
+        others = tuple(h.term.lower() for h in s.hits if h is not hit and h.best.kind in ("drug", "drug_class"))
+        if not _medication(mention, hit, entry, res, words, sent, lex, state, others):
             return False
     elif category in (MemoryCategory.CONDITION, MemoryCategory.SYMPTOM):
         mention.name = entry.canonical
