@@ -88,7 +88,8 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None, run: Extra
             return run
         # No delete of earlier rows first: a run's memories are written only in the transaction that marks it done,
         # so a run that is not done has none.
-        turns = {t.external_id: t for t in Turn.objects.filter(session=session)}
+        # Each turn's id and external id are all a memory takes from it (its words are the engine's input, read before).
+        turns = {t.external_id: t for t in Turn.objects.filter(session=session).only("id", "session_id", "external_id")}
         created = memory_drafts_store(run=run, session=session, drafts=drafts, turns=turns)
         run.status = ExtractionRun.Status.DONE
         run.finished_at = timezone.now()

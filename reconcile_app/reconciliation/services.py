@@ -64,8 +64,10 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None, run: R
     if len(drafts) != len(memories):
         raise PermanentError(f"engine returned {len(drafts)} findings for {len(memories)} memories")
     with transaction.atomic():
-        run = (ReconciliationRun.objects.select_for_update(of=("self",)).select_related("snapshot").defer("snapshot__resources")
-               .get(pk=run.pk))
+        # The run's row again, locked; its snapshot is the one already read with the run (a snapshot never changes).
+        snapshot = run.snapshot
+        run = ReconciliationRun.objects.select_for_update().get(pk=run.pk)
+        run.snapshot = snapshot
         if run.status == ReconciliationRun.Status.DONE:
             return run
         # A pipeline run's findings are written only in the transaction that marks it done: one not done has none.
