@@ -137,3 +137,26 @@ def test_an_exclamation_that_looks_like_a_sign_in_opens_no_frame(extractor) -> N
     drafts = run(extractor, "What is new since we last talked?", "This is Awesome! I quit the lisinopril and the cough is gone.")
     assert whose(drafts, "lisinopril") == {"patient"}
 
+
+
+# ---- a bare sign-in by another name, the patient then named in the third person -----------------------------
+
+def test_a_bare_sign_in_followed_by_the_patient_by_name_is_the_typists_first_person(extractor) -> None:
+    drafts = run(extractor, "Anything else this week?",
+                 "This is Dorian. My pressure has been high so my doctor put me on a new pill, amlodipine. "
+                 "Walt nags me about it.", name="Walt Quill")
+    assert whose(drafts, "amlodipine") == {"other"}
+
+
+def test_the_patients_own_doctor_stays_the_patients_without_a_frame(extractor) -> None:
+    drafts = run(extractor, "Anything else this week?", "My doctor put me on a new pill, amlodipine.", name="Walt Quill")
+    assert whose(drafts, "amlodipine") == {"patient"}
+    drafts = run(extractor, "Anything else this week?",
+                 "This is Walt. My doctor put me on a new pill, amlodipine. Dorian nags me about it.", name="Walt Quill")
+    assert whose(drafts, "amlodipine") == {"patient"}
+
+
+def test_a_caregivers_report_of_the_patients_doctor_stays_the_patients(extractor) -> None:
+    drafts = run(extractor, "Anything else this week?", "This is his daughter. His doctor put him on amlodipine.",
+                 name="Walt Quill")
+    assert whose(drafts, "amlodipine") == {"patient"}

@@ -422,6 +422,8 @@ def _apply_frame(frame: SpeakerFrame, chosen: _Mod | None, subject: str, relatio
         if set(chosen.text) & _WE:
             return PATIENT, ""  # "we stopped those": the household acting on the patient's treatment
         return OTHER, frame.caregiver
+    if chosen.category == "CLINICIAN" and chosen.text and chosen.text[0] in ("my", "me"):
+        return OTHER, frame.caregiver  # "my doctor added a pill" from the typist: the typist's own clinician and care
     if chosen.category == "OTHER_EXPERIENCER" and frame.patient_words & set(chosen.text):
         near, sex = antecedent
         # only a subject pronoun looks back ("...my sister. She takes it"); "we give her" is the one cared for

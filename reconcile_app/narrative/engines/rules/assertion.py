@@ -220,6 +220,7 @@ class _SignIn:
 
 
 _BARE_SIGN_IN = re.compile(r"^(?:(?:hi|hello|hey),?\s*)?this is [A-Z][a-z]+\W*$", re.I)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _THIRD_PERSON = re.compile(r"\b(?:he|she|him|her|his|he's|she's|hes|shes)\b", re.I)
 _ME_AGAIN = re.compile(r"\s*(?:it'?s\s+)?me\s+(?:again|now|here)\b", re.I)
 _NAME_TAG = re.compile(r"\s*\(?([A-Z][a-z]+)\)?(?:\s+(again|here|now|typing|writing))?\s*(?:[.,:!)\-]|$)")
@@ -266,6 +267,12 @@ class Speakers:
         """The patient's name or a short form of it ("Irv" for Irvin)."""
         return name in self.patient_names or (len(name) >= 3 and any(p.startswith(name) for p in self.patient_names))
 
+    def _names_patient(self, text: str) -> bool:
+        """Whether the text speaks of the patient by name ("Ann keeps me on track"): after a bare "This is X." from
+        someone else, the patient named in the third person shows another person has the keyboard, as a third-person
+        pronoun does (reference by name is third person; Quirk et al. 1985, 6.3)."""
+        return any(self.is_patient(w.lower()) for w in _CAPITALISED.findall(text) if w.lower() not in _NOT_NAMES)
+
     def sign_in(self, text: str, frame: Any) -> Any:
         """A name tag opening the turn ("Carol.", "(Camila)", "Irv here."): the typist's keeps the frame, the
         patient's ends it; anything else says nothing (_KEEP)."""
@@ -295,7 +302,8 @@ class Speakers:
             return event.frame
         if event.frame is None:
             return None
-        if _BARE_SIGN_IN.match(event.text) and not _THIRD_PERSON.search(turn_text[event.end:]):
+        if _BARE_SIGN_IN.match(event.text) and not _THIRD_PERSON.search(turn_text[event.end:]) \
+                and not self._names_patient(turn_text[event.end:]):
             return self.frame
         owner = _OWNER_NAME.search(event.text)
         if owner:
