@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from re import _constants as _sre, _parser as _sre_parser  # the regex parse tree, for _needed_words
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -176,22 +177,62 @@ class RedFlag:
         return False
 
 
+def _needed_words(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Literal strings one of which every match of the pattern contains (read from its parse tree: a run of literal
+    characters the match must pass through, or one such run per alternative of a group it must pass through), or None
+    when no such set can be read (case-insensitive patterns, a pattern whose every part is optional or a class)."""
+    try:
+        if pattern.flags & re.IGNORECASE:
+            return None
+        return _needed_in(_sre_parser.parse(pattern.pattern, pattern.flags).data)
+    except Exception:  # an unexpected parse tree: no screen for this pattern (it is always asked)
+        return None
+
+
+def _needed_in(items: list[Any]) -> frozenset[str] | None:
+    """The most selective needed set of a sequence of parse items: the match goes through each item in turn."""
+    best: frozenset[str] | None = None
+    run = ""
+    candidates: list[frozenset[str]] = []
+    for op, av in [*items, (None, None)]:
+        if op is _sre.LITERAL:
+            run += chr(av)
+            continue
+        if run:
+            candidates.append(frozenset({run}))
+            run = ""
+        if op is _sre.SUBPATTERN and not (av[1] & re.IGNORECASE):
+            inner = _needed_in(av[3].data)
+            if inner:
+                candidates.append(inner)
+        elif op is _sre.BRANCH:
+            alternatives = [_needed_in(alt.data) for alt in av[1]]
+            if alternatives and all(alternatives):
+                candidates.append(frozenset().union(*alternatives))  # type: ignore[arg-type]
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            inner = _needed_in(av[2].data)
+            if inner:
+                candidates.append(inner)
+    for candidate in candidates:
+        if best is None or min(map(len, candidate)) > min(map(len, best)):
+            best = candidate
+    return best
+
+
 class _RedFlagScreen:
-    """Which rows of a red-flag table a text says (RedFlag.matches), in table order, with the table's joinable patterns
-    tried first as one alternation: most texts say no red flag at all, and one search turns them away instead of a
-    search per row. Rows that cannot join it (no joined pattern, other regex flags) are always asked. Answers are kept
-    per text (matches is a function of the row and the text alone); the rules ask about the same quote many times."""
+    """Which rows of a red-flag table a text says (RedFlag.matches), in table order, asking only the rows whose needed
+    words the text holds: a row can only match where one of its patterns does, and each pattern needs one of a few
+    literal strings (_needed_words), so most rows are turned away by a substring test instead of regex searches.
+    Rows with a pattern of no needed words are always asked. Answers are kept per text (matches is a function of the
+    row and the text alone); the rules ask about the same quote many times."""
 
     def __init__(self, flags: list[RedFlag]) -> None:
         self.rows = tuple(flags)
-        joined = [(i, f._any_pattern) for i, f in enumerate(self.rows) if f._any_pattern is not None]
-        common = max({p.flags for _, p in joined}, key=lambda fl: sum(p.flags == fl for _, p in joined), default=0)
-        members = [(i, p) for i, p in joined if p.flags == common]
-        try:
-            self.screen = re.compile("|".join(f"(?:{p.pattern})" for _, p in members), common) if members else None
-        except re.error:
-            self.screen = None
-        self.screened = frozenset(i for i, _ in members) if self.screen is not None else frozenset()
+        self.needles: list[frozenset[str] | None] = []
+        for flag in self.rows:
+            needed = [_needed_words(p) for p in flag.patterns]
+            self.needles.append(None if not needed or not all(needed) else frozenset().union(*needed))  # type: ignore[arg-type]
+        self.every_needle = tuple(sorted(set().union(*(n for n in self.needles if n))))
         self.said: dict[str, tuple[RedFlag, ...]] = {}
 
     def in_text(self, text: str) -> tuple[RedFlag, ...]:
@@ -199,8 +240,9 @@ class _RedFlagScreen:
         if said is None:
             if len(self.said) >= 32768:
                 self.said.clear()
-            possible = self.screen is None or self.screen.search(text) is not None
-            said = tuple(f for i, f in enumerate(self.rows) if (possible or i not in self.screened) and f.matches(text))
+            present = {n for n in self.every_needle if n in text}  # each needed word tested once, for all rows
+            said = tuple(f for f, needles in zip(self.rows, self.needles)
+                         if (needles is None or not needles.isdisjoint(present)) and f.matches(text))
             self.said[text] = said
         return said
 

@@ -189,3 +189,25 @@ def test_what_the_patient_did_kept_per_text_is_a_new_set_each_call() -> None:
     first.add("made-up")
     assert "made-up" not in plantext.done_by_patient(text)
     assert plantext.done_by_patient(text, set()) == set()
+
+
+def test_needed_words_of_a_pattern_are_in_every_match() -> None:
+    import re
+
+    from reconcile_app.reconciliation.knowledge import _needed_words
+
+    assert _needed_words(re.compile(r"\bchest\W+(?:pain|tight\w*)")) == {"chest"}
+    assert _needed_words(re.compile(r"\b(?:black|tarry)\W+stools?")) == {"black", "tarry"}  # the first of equals
+    assert _needed_words(re.compile(r"\b(?:vomit\w*|threw up)\b")) == {"vomit", "threw up"}
+    assert _needed_words(re.compile(r"(?:very\s+)?\w+")) is None  # every part optional or a class
+    assert _needed_words(re.compile(r"chest pain", re.IGNORECASE)) is None
+    assert _needed_words(re.compile(r"(?i:chest) pain")) == {" pain"}
+    assert _needed_words(re.compile(r"(?:ab)+c?")) == {"ab"}
+    kb = load_knowledge()
+    for flag in kb.red_flags:
+        for pattern in flag.patterns:
+            needed = _needed_words(pattern)
+            for sentence in SENTENCES + TERM_SENTENCES:
+                text = regex_text(sentence)
+                if needed is not None and pattern.search(text):
+                    assert any(n in text for n in needed), (flag.id, pattern.pattern, sentence)

@@ -81,8 +81,8 @@ class CarePlanRules:
                 return
 
     def _restriction_hit(self, m: MemoryDraft, ctx: Context) -> tuple[ClinicalEntry, str] | None:
-        if m.assertion != Assertion.AFFIRMED:
-            return None
+        if m.assertion != Assertion.AFFIRMED or not ctx.idx.restrictions():
+            return None  # (a record without restrictions: the memory's words are not read at all)
         words = stems(expand_activity_words(m.quote, self.kb))
         if STOP.search(regex_text(m.quote)) or _NONE_SINCE.search(regex_text(m.quote)):
             return None  # "quit", "not a single drink since": the restriction kept, not broken
