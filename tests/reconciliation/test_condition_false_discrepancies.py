@@ -84,6 +84,26 @@ def test_a_red_flag_recalled_from_long_ago_and_said_again_now_is_still_a_safety_
     assert (finding.kind, finding.safety_critical) == ("gap", True)
 
 
+@pytest.mark.parametrize("category", ["symptom", "lifestyle"])
+@pytest.mark.parametrize("quote", [
+    "a fella at the lodge says those pressure pills make your pressure drop so low you black out",
+    "my cousin swears the blood thinner gives you black stools",
+])
+def test_a_sign_claimed_as_what_a_drug_does_to_people_is_not_the_patients_red_flag(record: ClinicalRecord, category: str,
+                                                                                   quote: str) -> None:
+    # generic 'you' in a claimed effect, often hearsay: ConText hearsay, not the patient's sign
+    assert judge(record, category, quote).kind not in QUEUED
+
+
+@pytest.mark.parametrize("quote", [
+    "the new pressure pill makes my pressure drop so low I blacked out yesterday",
+    "those pills make your head spin, and I blacked out in the kitchen this morning",
+])
+def test_the_same_sign_said_of_the_patient_is_still_a_safety_gap(record: ClinicalRecord, quote: str) -> None:
+    finding = judge(record, "symptom", quote)
+    assert (finding.kind, finding.safety_critical) == ("gap", True)
+
+
 def test_a_pregnancy_that_sets_a_past_story_is_no_pregnancy_now(record: ClinicalRecord) -> None:
     assert judge(record, "symptom", "Once, while I was pregnant with my oldest, I got dizzy in a checkout line").rule != "pregnancy-undocumented"
     # twin: the same words with a pregnancy of today

@@ -31,6 +31,7 @@ _DISEASE_SUFFIX = re.compile(r"(?:itis|osis|oma|omas|emia|aemia|pathy|plasia|ect
 # reconciler cues of this module's own family file (data/cues/conditions.json)
 DATED_PAST = cue_pattern_of("dated_past")
 CLAIMED_RISK = cue_pattern_of("claimed_risk")
+CLAIMED_EFFECT = cue_pattern_of("claimed_effect")
 PAST_HABIT = cue_pattern_of("past_habit")
 TRANSITIVE_STOP = cue_pattern_of("transitive_stop")
 DENIED_HAVING = cue_pattern_of("denied_having")
@@ -135,7 +136,7 @@ class ConditionRules:
         quote = regex_text(m.quote)
         said = len(quote) if text.startswith(quote) and len(text) > len(quote) else None  # the rest is the extractor's name
         flags = [f for f in self.kb.red_flags_in(text) if not _denied_having(f, text) and not _someone_else_has(f, text)
-                 and not _lessened(f, text, said) and not _only_evaluative_hopeless(f, text)]
+                 and not _claimed_effect(f, text) and not _lessened(f, text, said) and not _only_evaluative_hopeless(f, text)]
         turns = regex_text(" ".join(ctx.turn_text.get(t, "") for t in m.turn_ids))
         if turns:
             # the quote may end before the answer: "asked if I still get dizzy spells ... I told her no, not since"
@@ -573,6 +574,13 @@ def _clauses_before(flag: RedFlag, text: str) -> list[str]:
         breaks = list(_CLAUSE_BREAK.finditer(before))
         out.append(before[breaks[-1].end():] if breaks else before)
     return out
+
+
+def _claimed_effect(flag: RedFlag, text: str) -> bool:
+    """Every place the text says the flag's words follows a claim of what something does to people in general ("those
+    pills make your pressure drop so low"): a claimed effect, not the patient's sign (cues: claimed_effect)."""
+    hits = flag.hits(text)
+    return bool(hits) and all(CLAIMED_EFFECT.search(text[max(0, h.start() - 80):h.start()]) for h in hits)
 
 
 def _denied_having(flag: RedFlag, text: str) -> bool:
