@@ -100,3 +100,17 @@ def test_a_demonstrative_on_its_own_still_stands_for_the_medicine(extractor) -> 
                                                "And now?", "Well I stopped those on Friday, the cough was bad."))
     assert any(d.attributes.get("drug") == "lisinopril" and d.attributes["action"] == "stopped" and "t4" in d.turn_ids
                for d in drafts if d.category == "medication")
+
+
+# --- a pronoun takes the nearest drug named before it in the turn ------------------------------------------------
+
+def test_a_pronoun_takes_the_nearest_drug_before_it_in_the_turn(extractor) -> None:
+    found = actions(extractor, "How are your mornings?",
+                    "Metoprolol with breakfast every day. The fish oil tasted awful, so I quit them on Sunday.")
+    assert found.get("metoprolol") != "stopped"
+    assert found.get("fish oil") == "stopped"
+
+
+def test_a_pronoun_after_a_single_drug_still_takes_it(extractor) -> None:
+    found = actions(extractor, "How are your mornings?", "The metoprolol made me so tired that I quit it on Sunday.")
+    assert found.get("metoprolol") == "stopped"

@@ -100,7 +100,9 @@ def _resolve_medication(mention: Mention, state: TurnState, states: list[TurnSta
         return  # "How is the sertraline?" "Cutting it in half.": an answer's "it" is the question's topic
     neighbours = (_patient_neighbours(states, i, 2, 0) + _patient_neighbours(states, i, 0, 2)
                   if anaphora else _patient_neighbours(states, i, 2, 2))
-    pools: list[tuple[TurnState, list[Mention]]] = [(state, same_turn)] + [(s, s.mentions) for s in neighbours]
+    # within the turn, the nearest drug before the reference first (Centering: the most recent compatible antecedent)
+    pools: list[tuple[TurnState, list[Mention]]] = [(state, sorted(same_turn, key=lambda m: -m.start))] + \
+        [(s, s.mentions) for s in neighbours]
     for other_state, mentions in pools:
         for other in mentions:
             if other is mention or other.category != MemoryCategory.MEDICATION or other.unresolved:
