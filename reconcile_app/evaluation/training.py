@@ -621,7 +621,7 @@ def select_detector(turns: Sequence[TurnSample], folds: int, fold_map: dict[str,
     return {"grid": rows, "chosen": rows[best]}, oof, {k: DeltaDetector.from_models(m, category) for k, m in models.items()}
 
 
-def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.05,
+def train_models(patients: Sequence[Patient], extractor: Any, reconciler: Any, *, folds: int = 5, max_false: float = 0.04,
                  fallback_rate: float = 0.05, extra_false: float = 0.01, judge_point: str = "budget",
                  progress: Callable[[str], None] = lambda _m: None) -> TrainedModels:
     """Detector and category model on every turn; the judge and outcome models on turn cases scored out of fold by author."""

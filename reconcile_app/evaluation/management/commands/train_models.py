@@ -20,8 +20,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("datasets", nargs="+", type=Path)
         parser.add_argument("--folds", type=int, default=5)
-        parser.add_argument("--max-false", type=float, default=0.05,
-                            help="false discrepancies per plain session the thresholds allow (issue 10's ceiling)")
+        parser.add_argument("--max-false", type=float, default=0.04,
+                            help="false discrepancies per plain session the thresholds allow out of fold: 0.04, under issue "
+                                 "10's ceiling of 0.05, because unseen authors run above the out-of-fold rate (validation "
+                                 "0.067 at the 0.05 point)")
         parser.add_argument("--extra-false", type=float, default=0.01,
                             help="false discrepancies per plain session the detector's fallback memories may add to the rules")
         parser.add_argument("--judge-point", choices=("fewer_false", "more_detection", "budget"), default="budget",

@@ -52,7 +52,7 @@ class RulesExtractor(Extractor):
     """Deterministic, offline; the lexicon is shared per process (see `lexicon.default_lexicon`)."""
 
     name = "rules"
-    base_version = "2.3.0"  # the rules alone; `version` adds the shipped turn detector's fingerprint
+    base_version = "2.4.0"  # the rules alone; `version` adds the shipped turn detector's fingerprint
 
     @property
     def version(self) -> str:  # type: ignore[override]

@@ -52,7 +52,7 @@ READING_OF_OTHER = cue_pattern_of("reading_of_other")
 
 class RulesReconciler(CitationRules, MedicationRules, AllergyRules, ConditionRules, ObservationRules, ProcedureRules, ImmunizationRules, CarePlanRules, LifestyleRules, Reconciler):
     name = "rules"
-    base_version = "2.4.1"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
+    base_version = "2.5.0"  # bump whenever a rule's verdict can change: with the judge's fingerprint it keys run idempotency
 
 
     @property
