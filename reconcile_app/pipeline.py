@@ -207,21 +207,26 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
     """Extraction → reconciliation against the latest snapshot → routing, for one session."""
     from reconcile_app.fhir.selectors import snapshot_latest
     from reconcile_app.ledger.services import session_chain_recheck, session_revoke
-    from reconcile_app.narrative.selectors import session_turn_rows
+    from reconcile_app.narrative.selectors import memory_earlier_keys, session_turn_rows
     from reconcile_app.narrative.services import extraction_run_execute, extraction_run_get_or_create
     from reconcile_app.reconciliation.services import reconciliation_run_execute, reconciliation_run_get_or_create
 
     _set_status(session, Session.Pipeline.EXTRACTING)
     rows = session_turn_rows(session=session)  # read once: the run's content hash and the engine's input
     run = extraction_run_get_or_create(session=session, engine=engine, rows=rows)
-    # The run as just read or created, with this session (its patient too), rather than read again by id.
-    extraction_run_execute(run_id=run.pk, engine=engine, run=run, rows=rows)
+    # The latest snapshot and the keys of the earlier memories, read once for both engine steps: the extraction's
+    # record and prior state, the reconciliation's record and history (the extraction changes neither: it only
+    # outdates earlier states, which the history keeps). A record that changes meanwhile is re-evaluated under the
+    # lease (ledger.record_reevaluate), as one changing during the engine call always was.
     snapshot = snapshot_latest(patient=session.patient)
+    earlier = memory_earlier_keys(session=session)
+    # The run as just read or created, with this session (its patient too), rather than read again by id.
+    extraction_run_execute(run_id=run.pk, engine=engine, run=run, rows=rows, snapshot=snapshot, earlier=earlier)
     if snapshot is None:
         raise RetryableError("the patient's record has not been loaded yet")
     _set_status(session, Session.Pipeline.RECONCILING)
     rrun = reconciliation_run_get_or_create(session=session, snapshot=snapshot, engine=engine)
-    rrun = reconciliation_run_execute(run_id=rrun.pk, engine=engine, run=rrun)
+    rrun = reconciliation_run_execute(run_id=rrun.pk, engine=engine, run=rrun, earlier=earlier)
     if Session.objects.filter(pk=session.pk, withdrawn_at__isnull=False).exists():
         # Consent was withdrawn while the engines ran: revoke what they wrote after the withdrawal.
         session_revoke(session=session, reason="consent withdrawn while the session was processed")

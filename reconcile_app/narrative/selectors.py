@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Q, QuerySet, Subquery
@@ -10,7 +11,7 @@ from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session
 
 from .models import ExtractionRun, Memory
-from .drafts import drafts_for_keys, drafts_of
+from .drafts import DraftKey, drafts_for_keys, drafts_of
 from .types import EventTime, MemoryDraft, SessionInput, TurnInput
 
 # What the engines read as the patient's statements: current ones, and an original whose correction
@@ -100,9 +101,12 @@ def memory_drafts_current(*, patient: Patient, before_session: Session | None = 
     return drafts_of(qs.order_by("mention_time", "seq"), convert=memory_to_draft)
 
 
-def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
+def memory_drafts_history(*, session: Session, keys: EarlierKeys | None = None) -> list[MemoryDraft]:
     """Every memory of the patient's earlier sessions that is still the patient's (outdated states
-    included; revoked, corrected and rejected ones not), oldest first."""
+    included; revoked, corrected and rejected ones not), oldest first. `keys`: memory_earlier_keys read for this
+    session by the caller (the pipeline, before its extraction), so the keys are not read again."""
+    if keys is not None:
+        return drafts_for_keys(keys.history, convert=memory_to_draft)
     qs = (
         Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
         .exclude(NOT_SAID)
@@ -110,6 +114,29 @@ def memory_drafts_history(*, session: Session) -> list[MemoryDraft]:
         .order_by("mention_time", "seq")
     )
     return drafts_of(qs, convert=memory_to_draft)
+
+
+@dataclass(frozen=True)
+class EarlierKeys:
+    """The drafts' keys of a session's earlier memories: `history` as memory_drafts_history reads them, and `current`,
+    those of them memory_drafts_current reads (BELIEVED), in the same order."""
+    history: list[DraftKey]
+    current: list[DraftKey]
+
+
+def memory_earlier_keys(*, session: Session) -> EarlierKeys:
+    """One read for both the extraction's prior state and the reconciliation's history of a session: BELIEVED is a
+    subset of the history (never NOT_SAID), and the extraction of the session changes no earlier memory's membership
+    of the history (it only outdates current states, which the history keeps)."""
+    history: list[DraftKey] = []
+    current: list[DraftKey] = []
+    rows = (Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
+            .exclude(NOT_SAID).order_by("mention_time", "seq").values_list("pk", "created_at", "status", "origin"))
+    for pk, created_at, status, origin in rows:
+        history.append((pk, created_at))
+        if status == Memory.Status.CURRENT or (status == Memory.Status.NEEDS_REVIEW and origin == Memory.Origin.EXTRACTED):
+            current.append((pk, created_at))
+    return EarlierKeys(history=history, current=current)
 
 
 def memory_history(*, memory: Memory) -> list[Memory]:

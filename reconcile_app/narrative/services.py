@@ -17,14 +17,15 @@ from django.utils import timezone
 from reconcile_app.audit.services import audit_record
 from reconcile_app.core.exceptions import PermanentError, ValidationFailed
 from reconcile_app.core.runs import run_mark_failed, run_mark_running
+from reconcile_app.fhir.models import RecordSnapshot
 from reconcile_app.fhir.selectors import clinical_record_for, snapshot_latest
 from reconcile_app.transcripts.models import Session, Turn
 
 from .engines import get_extractor
 from .lifecycle import DEFAULT_TTL_DAYS, Transition, TransitionNotAllowed, memory_expires_at, transition_target
 from .models import ExtractionRun, Memory, MemoryEvent
-from .drafts import drafts_seed
-from .selectors import (TurnRow, memory_drafts_current, memory_provenance_descendants, memory_to_draft, session_input_for,
+from .drafts import drafts_for_keys, drafts_seed
+from .selectors import (EarlierKeys, TurnRow, memory_drafts_current, memory_provenance_descendants, memory_to_draft, session_input_for,
                         session_turn_rows)
 from .types import Assertion, MemoryDraft, MemoryOp, SessionInput, Subject, TurnInput
 
@@ -56,14 +57,20 @@ def _memory_sha256(draft: MemoryDraft) -> str:
     return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
 
 
+_UNREAD = object()  # extraction_run_execute's snapshot when the caller read none: read here
+
+
 def extraction_run_execute(*, run_id: int, engine: str | None = None, run: ExtractionRun | None = None,
-                           rows: list[TurnRow] | None = None) -> ExtractionRun:
+                           rows: list[TurnRow] | None = None, snapshot: RecordSnapshot | None | object = _UNREAD,
+                           earlier: EarlierKeys | None = None) -> ExtractionRun:
     """Idempotent: a done run is returned as is; a run left 'running' by a killed worker is redone.
 
     Memories are written in the same transaction that marks the run done, so a worker killed
     mid-way leaves nothing behind and the redelivered task starts clean. `run`: the row as the caller
     has just read it with its session (the pipeline, from extraction_run_get_or_create), not read again;
-    `rows`: the session's turns the caller read for the run's hash (session_turn_rows), the engine's input.
+    `rows`: the session's turns the caller read for the run's hash (session_turn_rows), the engine's input;
+    `snapshot`: the patient's latest snapshot as the caller has just read it (None: no record yet); `earlier`: the
+    keys of the session's earlier memories (memory_earlier_keys), read by the caller for this step and the next.
     """
     if run is None or run.pk != run_id:
         run = ExtractionRun.objects.select_related("session", "session__patient").get(pk=run_id)
@@ -74,9 +81,11 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None, run: Extra
         raise PermanentError("session was withdrawn")
     run_mark_running(run)
     extractor = get_extractor(engine or run.engine)
-    snapshot = snapshot_latest(patient=session.patient)
-    record = clinical_record_for(snapshot=snapshot) if snapshot else None
-    prior = memory_drafts_current(patient=session.patient, before_session=session)
+    if snapshot is _UNREAD:
+        snapshot = snapshot_latest(patient=session.patient)
+    record = clinical_record_for(snapshot=snapshot) if snapshot else None  # type: ignore[arg-type]
+    prior = (memory_drafts_current(patient=session.patient, before_session=session) if earlier is None
+             else drafts_for_keys(earlier.current, convert=memory_to_draft))
     try:
         drafts = extractor.extract_session(session_input_for(session=session, rows=rows), prior=prior, record=record)
     except PermanentError as exc:  # a RetryableError propagates to the task, which retries

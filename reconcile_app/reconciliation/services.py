@@ -18,7 +18,7 @@ from reconcile_app.core.runs import run_mark_failed, run_mark_running
 from reconcile_app.fhir.models import RecordSnapshot
 from reconcile_app.fhir.selectors import clinical_record_for
 from reconcile_app.narrative.models import Memory
-from reconcile_app.narrative.selectors import memory_drafts_history, memory_list_for_session, memory_list_with_drafts, memory_to_draft
+from reconcile_app.narrative.selectors import EarlierKeys, memory_drafts_history, memory_list_for_session, memory_list_with_drafts, memory_to_draft
 from reconcile_app.reconciliation.types import FindingDraft
 from reconcile_app.transcripts.models import Session
 
@@ -39,9 +39,11 @@ def reconciliation_run_get_or_create(*, session: Session, snapshot: RecordSnapsh
     return run
 
 
-def reconciliation_run_execute(*, run_id: int, engine: str | None = None, run: ReconciliationRun | None = None) -> ReconciliationRun:
+def reconciliation_run_execute(*, run_id: int, engine: str | None = None, run: ReconciliationRun | None = None,
+                               earlier: EarlierKeys | None = None) -> ReconciliationRun:
     """Idempotent like extraction: findings are written with the 'done' mark in one transaction. `run`: the
-    row as the caller has just read it with its session and snapshot (the pipeline), not read again."""
+    row as the caller has just read it with its session and snapshot (the pipeline), not read again; `earlier`:
+    the keys of the session's earlier memories the caller read for its extraction (memory_earlier_keys)."""
     if run is None or run.pk != run_id:
         # The snapshot's row without its resources: the record comes from the per-snapshot cache.
         run = (ReconciliationRun.objects.select_related("session", "session__patient", "snapshot").defer("snapshot__resources")
@@ -55,7 +57,7 @@ def reconciliation_run_execute(*, run_id: int, engine: str | None = None, run: R
     reconciler = get_reconciler(engine or run.engine)
     record = clinical_record_for(snapshot=run.snapshot)
     memories, memory_drafts = memory_list_with_drafts(session=session)
-    history = memory_drafts_history(session=session)
+    history = memory_drafts_history(session=session, keys=earlier)
     try:
         drafts = reconciler.reconcile(memory_drafts, record, history=history)
     except PermanentError as exc:  # a RetryableError propagates to the task, which retries
