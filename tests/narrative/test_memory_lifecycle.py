@@ -11,7 +11,7 @@ from django.utils import timezone
 from reconcile_app.core.exceptions import ValidationFailed
 from reconcile_app.narrative.lifecycle import Transition, TransitionNotAllowed
 from reconcile_app.narrative.models import ExtractionRun, Memory, MemoryEvent
-from reconcile_app.narrative.selectors import memory_drafts_current, memory_drafts_history
+from reconcile_app.narrative.selectors import memory_drafts_current, memory_drafts_history, memory_earlier_keys
 from reconcile_app.narrative.services import (
     memories_expire,
     memories_restore_after_revoke,
@@ -221,3 +221,25 @@ def test_a_sessions_supersessions_are_written_in_three_statements_however_many_s
         assert (old.status, new.supersedes_id) == ("outdated", old.pk)
         assert _events(old) == [("supersede", "current", "outdated")]
         assert old.events.get().related_id == new.pk
+
+
+def test_one_read_of_earlier_keys_gives_the_prior_state_and_the_history_the_two_reads_give(nurse, no_extractor) -> None:  # type: ignore[no-untyped-def]
+    patient = patient_create()
+    first = session_create(patient=patient)
+    kept = memory_create(session=first, content="Takes metformin with breakfast")
+    outdated = memory_create(session=first, content="Walks the dog daily", chain_key="activity:walking")
+    memory_transition(memory=outdated, transition=Transition.SUPERSEDE, reason="a later state")
+    flagged = memory_create(session=first, content="Takes 5 mg amlodipine")
+    memory_correction_propose(memory=flagged, content="Takes 10 mg amlodipine", actor=nurse)  # original believed, correction not
+    revoked = memory_create(session=first, content="Drinks two coffees")
+    memories_revoke(memories=[revoked], reason="consent withdrawn")
+    later = session_create(patient=patient)
+    type(later).objects.filter(pk=later.pk).update(started_at=BASE_TIME + timedelta(days=3))
+    later.refresh_from_db()
+    keys = memory_earlier_keys(session=later)
+    assert [d.content for d in memory_drafts_history(session=later, keys=keys)] == [
+        d.content for d in memory_drafts_history(session=later)]
+    assert [k[0] for k in keys.history] == [kept.pk, outdated.pk, flagged.pk]
+    assert [k[0] for k in keys.current] == [kept.pk, flagged.pk] == [
+        m.pk for m in Memory.objects.filter(content__in=[d.content for d in memory_drafts_current(patient=patient, before_session=later)])
+        .order_by("id")]
