@@ -10,7 +10,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -42,13 +42,16 @@ def extraction_run_get_or_create(*, session: Session, engine: str | None = None,
     """`rows`: the session's turns as session_turn_rows read them, when the caller has them (the pipeline reads
     them once for the hash here and the engine's input in extraction_run_execute)."""
     extractor = get_extractor(engine)
-    run, _ = ExtractionRun.objects.get_or_create(
-        session=session,
-        engine=extractor.name,
-        engine_version=extractor.version,
-        input_sha256=session_content_sha256(session=session, rows=rows),
-    )
-    return run
+    key = {"session": session, "engine": extractor.name, "engine_version": extractor.version,
+           "input_sha256": session_content_sha256(session=session, rows=rows)}
+    # get_or_create with the INSERT first: a session is extracted once (its run is new) far more often than again, so
+    # the look-up that would miss is skipped; the unique constraint on exactly these fields (extraction_run_idempotent)
+    # refuses a second run, whose row is then read, as get_or_create reads it after losing a race.
+    try:
+        with transaction.atomic():
+            return ExtractionRun.objects.create(**key)
+    except IntegrityError:
+        return ExtractionRun.objects.get(**key)
 
 
 def _memory_sha256(draft: MemoryDraft) -> str:
