@@ -213,7 +213,7 @@ def session_process(*, session: Session, engine: str | None = None) -> None:
 
     _set_status(session, Session.Pipeline.EXTRACTING)
     rows = session_turn_rows(session=session)  # read once: the run's content hash and the engine's input
-    run = extraction_run_get_or_create(session=session, engine=engine, rows=rows)
+    run = extraction_run_get_or_create(session=session, engine=engine, rows=rows, claim=True)  # inserted running: executed next
     # The latest snapshot and the keys of the earlier memories, read once for both engine steps: the extraction's
     # record and prior state, the reconciliation's record and history (the extraction changes neither: it only
     # outdates earlier states, which the history keeps). A record that changes meanwhile is re-evaluated under the

@@ -57,6 +57,17 @@ def test_running_again_creates_no_duplicate_memory_or_finding(patient, fake_engi
     assert _statuses(patient) == ["done", "done"]
 
 
+def test_a_new_extraction_run_counts_one_attempt_and_one_left_running_counts_its_redo(patient, fake_engines):
+    from reconcile_app.core.runs import run_mark_running
+    from reconcile_app.narrative.services import extraction_run_get_or_create
+
+    _import(transcript_bytes(sessions=2, texts={"s01": "my pill"}))
+    killed = extraction_run_get_or_create(session=Session.objects.get(external_id="s02"))
+    run_mark_running(killed)  # a worker killed during the engine call: the run is left running, with no memory
+    pipeline_patient_drain(patient_id=patient.pk)
+    assert list(ExtractionRun.objects.order_by("session__external_id").values_list("status", "attempts")) == [("done", 1), ("done", 2)]
+
+
 def test_a_second_delivery_sees_the_lease_and_leaves_the_patient_alone(patient, fake_engines):
     extractor, _ = fake_engines
     _import(transcript_bytes(sessions=1))

@@ -38,20 +38,28 @@ def session_content_sha256(*, session: Session, rows: list[TurnRow] | None = Non
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def extraction_run_get_or_create(*, session: Session, engine: str | None = None, rows: list[TurnRow] | None = None) -> ExtractionRun:
+def extraction_run_get_or_create(*, session: Session, engine: str | None = None, rows: list[TurnRow] | None = None,
+                                 claim: bool = False) -> ExtractionRun:
     """`rows`: the session's turns as session_turn_rows read them, when the caller has them (the pipeline reads
-    them once for the hash here and the engine's input in extraction_run_execute)."""
+    them once for the hash here and the engine's input in extraction_run_execute). `claim`: the caller executes the
+    run next (the pipeline), so a new run of a session not withdrawn is inserted already running with its first
+    attempt counted, as run_mark_running would mark it, and extraction_run_execute, handed this row, does not mark
+    it again (one UPDATE less per session); a run that existed is marked by extraction_run_execute as before."""
     extractor = get_extractor(engine)
     key = {"session": session, "engine": extractor.name, "engine_version": extractor.version,
            "input_sha256": session_content_sha256(session=session, rows=rows)}
+    claimed = claim and session.withdrawn_at is None
+    fields = {**key, "status": ExtractionRun.Status.RUNNING, "attempts": 1, "started_at": timezone.now(), "error": ""} if claimed else key
     # get_or_create with the INSERT first: a session is extracted once (its run is new) far more often than again, so
     # the look-up that would miss is skipped; the unique constraint on exactly these fields (extraction_run_idempotent)
     # refuses a second run, whose row is then read, as get_or_create reads it after losing a race.
     try:
         with transaction.atomic():
-            return ExtractionRun.objects.create(**key)
+            run = ExtractionRun.objects.create(**fields)
     except IntegrityError:
         return ExtractionRun.objects.get(**key)
+    run.claimed_at_creation = claimed  # type: ignore[attr-defined]
+    return run
 
 
 def _memory_sha256(draft: MemoryDraft) -> str:
@@ -82,7 +90,8 @@ def extraction_run_execute(*, run_id: int, engine: str | None = None, run: Extra
     session = run.session
     if session.withdrawn_at is not None:
         raise PermanentError("session was withdrawn")
-    run_mark_running(run)
+    if not getattr(run, "claimed_at_creation", False):  # inserted running by extraction_run_get_or_create(claim=True)
+        run_mark_running(run)
     extractor = get_extractor(engine or run.engine)
     if snapshot is _UNREAD:
         snapshot = snapshot_latest(patient=session.patient)
