@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -123,12 +124,11 @@ class _TermIndex:
         self.always_class: list[int] = []
         for rows, at, always in ((drug_terms, self.drug_at, self.always_drug), (class_terms, self.class_at, self.always_class)):
             for i, (term, _) in enumerate(rows):
-                if term and term == " ".join(term.split()):
+                if _normal_form(term):
                     at.setdefault(term, []).append(i)
                 elif term:
                     always.append(i)
-        self.longest = max((len(t.split()) for t in (*self.drug_at, *self.class_at)), default=1)
-        self.prefixes = _word_prefixes((*self.drug_at, *self.class_at))
+        self.runs = _WordRuns((*self.drug_at, *self.class_at))
 
     @classmethod
     def of(cls, kb: Knowledge) -> _TermIndex:
@@ -139,27 +139,38 @@ class _TermIndex:
         return held[3]
 
     def candidates(self, normed: str) -> tuple[list[tuple[str, Drug]], list[tuple[str, str]]]:
-        words = normed.split()
         drug_rows, class_rows = set(self.always_drug), set(self.always_class)
+        for phrase in self.runs.of(normed):
+            drug_rows.update(self.drug_at.get(phrase, ()))
+            class_rows.update(self.class_at.get(phrase, ()))
+        return [self.drug_terms[i] for i in sorted(drug_rows)], [self.class_terms[i] for i in sorted(class_rows)]
+
+
+def _normal_form(term: str) -> bool:
+    """A term a text's word run can equal: its words between single spaces (norm's form, without the padding)."""
+    return bool(term) and term == " ".join(term.split())
+
+
+class _WordRuns:
+    """The runs of a normalized text's words that could be terms of a table: a term in normal form is a phrase of
+    the text exactly when it equals one of its word runs, and a run that begins no term cannot be extended into one."""
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        terms = tuple(terms)
+        self.longest = max((len(t.split()) for t in terms), default=1)
+        # every run of leading words of the terms ("blood", "blood pressure" for "blood pressure cuff")
+        self.prefixes = frozenset(" ".join(words[:n]) for words in (t.split() for t in terms) for n in range(1, len(words) + 1))
+
+    def of(self, normed: str) -> Iterator[str]:
+        """Each run of the text's words that begins some term, shortest first from each start."""
+        words = normed.split()
         for start in range(len(words)):
             phrase = ""
             for end in range(start, min(start + self.longest, len(words))):
                 phrase = f"{phrase} {words[end]}" if phrase else words[end]
                 if phrase not in self.prefixes:
                     break  # no term begins with these words, so none longer from this start either
-                drug_rows.update(self.drug_at.get(phrase, ()))
-                class_rows.update(self.class_at.get(phrase, ()))
-        return [self.drug_terms[i] for i in sorted(drug_rows)], [self.class_terms[i] for i in sorted(class_rows)]
-
-
-def _word_prefixes(terms) -> frozenset[str]:
-    """Every run of leading words of the terms ("blood", "blood pressure" for "blood pressure cuff"): a text's word run
-    that is none of them cannot be extended into a term."""
-    out: set[str] = set()
-    for term in terms:
-        words = term.split()
-        out.update(" ".join(words[:n]) for n in range(1, len(words) + 1))
-    return frozenset(out)
+                yield phrase
 
 
 @lru_cache(maxsize=None)
@@ -230,25 +241,18 @@ class _PhraseIndex:
         self.ids_at: dict[str, set[str]] = {}
         self.always: list[tuple[str, str]] = []
         for term, cid in rows:
-            if term and term == " ".join(term.split()):
+            if _normal_form(term):
                 self.ids_at.setdefault(term, set()).add(cid)
             elif term:
                 self.always.append((term, cid))
-        self.longest = max((len(t.split()) for t in self.ids_at), default=1)
-        self.prefixes = _word_prefixes(self.ids_at)
+        self.runs = _WordRuns(self.ids_at)
 
     def find(self, normed: str) -> set[str]:
         found = {i for t, i in self.always if has_phrase(normed, t)}
-        words = normed.split()
-        for start in range(len(words)):
-            phrase = ""
-            for end in range(start, min(start + self.longest, len(words))):
-                phrase = f"{phrase} {words[end]}" if phrase else words[end]
-                if phrase not in self.prefixes:
-                    break
-                ids = self.ids_at.get(phrase)
-                if ids:
-                    found |= ids
+        for phrase in self.runs.of(normed):
+            ids = self.ids_at.get(phrase)
+            if ids:
+                found |= ids
         return found
 
 
