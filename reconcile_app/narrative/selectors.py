@@ -5,7 +5,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q, QuerySet, Subquery
+from django.db.models import BooleanField, Case, Q, QuerySet, Subquery, Value, When
 
 from reconcile_app.fhir.models import Patient
 from reconcile_app.transcripts.models import Session
@@ -107,13 +107,13 @@ def memory_drafts_history(*, session: Session, keys: EarlierKeys | None = None) 
     session by the caller (the pipeline, before its extraction), so the keys are not read again."""
     if keys is not None:
         return drafts_for_keys(keys.history, convert=memory_to_draft)
-    qs = (
-        Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
-        .exclude(NOT_SAID)
-        .select_related("turn")
-        .order_by("mention_time", "seq")
-    )
-    return drafts_of(qs, convert=memory_to_draft)
+    return drafts_of(_earlier_memories(session=session).select_related("turn"), convert=memory_to_draft)
+
+
+def _earlier_memories(*, session: Session) -> QuerySet[Memory]:
+    """The patient's memories of sessions before this one that are still the patient's, oldest first."""
+    return (Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
+            .exclude(NOT_SAID).order_by("mention_time", "seq"))
 
 
 @dataclass(frozen=True)
@@ -130,11 +130,11 @@ def memory_earlier_keys(*, session: Session) -> EarlierKeys:
     of the history (it only outdates current states, which the history keeps)."""
     history: list[DraftKey] = []
     current: list[DraftKey] = []
-    rows = (Memory.objects.filter(patient=session.patient_id, session__started_at__lt=session.started_at)
-            .exclude(NOT_SAID).order_by("mention_time", "seq").values_list("pk", "created_at", "status", "origin"))
-    for pk, created_at, status, origin in rows:
+    believed = Case(When(BELIEVED, then=Value(True)), default=Value(False), output_field=BooleanField())
+    for pk, created_at, is_believed in (_earlier_memories(session=session).annotate(believed=believed)
+                                        .values_list("pk", "created_at", "believed")):
         history.append((pk, created_at))
-        if status == Memory.Status.CURRENT or (status == Memory.Status.NEEDS_REVIEW and origin == Memory.Origin.EXTRACTED):
+        if is_believed:
             current.append((pk, created_at))
     return EarlierKeys(history=history, current=current)
 
