@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from reconcile_app.reconciliation.types import rule_family as _rule_family
+
 from .scoring import Scores
 
 # How a finding reached the queue (reconciliation/engines/judge.py): the judge raised a turn the rules saw no
@@ -30,11 +32,9 @@ def origin_of(rule: str, gate_notes: Iterable[str] = ()) -> str:
 
 
 def rule_family(rule: str) -> str:
-    """The rule's first two words, without the judge's prefix: "med-dose-mismatch" -> "med-dose",
-    "judge-raise:condition-mention" -> "condition-mention", "redflag-melena+reread" -> "redflag-melena"."""
-    inner = rule.split(":", 1)[1] if rule.startswith("judge-") and ":" in rule else rule
-    parts = inner.replace("+", "-").replace(":", "-").split("-")
-    return "-".join(parts[:2])
+    """The rule's family (reconciliation.types.rule_family) without the judge's prefix: "med-dose-mismatch" ->
+    "med-dose", "judge-raise:condition-mention" -> "condition-mention", "redflag-melena+reread" -> "redflag-melena"."""
+    return _rule_family(rule.split(":", 1)[1] if rule.startswith("judge-") and ":" in rule else rule)
 
 
 def learned_change(gate_notes: Iterable[str]) -> str:
@@ -146,22 +146,30 @@ def breakdown(scores: Scores) -> dict[str, Any]:
     }
 
 
+def _group(row: list[Any]) -> str:
+    """A counted row's key as one string ("medication/gap/-")."""
+    return "/".join(map(str, row[:-1]))
+
+
+def _lines(rows: Iterable[list[Any]]) -> list[str]:
+    return [f"    {_group(r):60s} {r[-1]}" for r in rows]
+
+
+def _by(rows_by_key: dict[str, list[list[Any]]]) -> list[str]:
+    return [f"  by {key}: " + ", ".join(f"{_group(r)} {r[-1]}" for r in rows) for key, rows in rows_by_key.items()]
+
+
 def breakdown_report(b: dict[str, Any]) -> str:
     out = [f"False discrepancies: {b['false_discrepancies']} over {b['plain_sessions']} plain sessions (counts only)"]
-    for key, rows in b["false_by"].items():
-        out.append(f"  by {key}: " + ", ".join(f"{'/'.join(map(str, r[:-1]))} {r[-1]}" for r in rows))
-    out.append("  by category/kind/severity/safety/origin:")
-    out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in b["false_by_verdict"]]
-    out.append("  by origin/rule family:")
-    out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in b["false_by_rule"]]
+    out += _by(b["false_by"])
+    out += ["  by category/kind/severity/safety/origin:", *_lines(b["false_by_verdict"])]
+    out += ["  by origin/rule family:", *_lines(b["false_by_rule"])]
     out.append(f"Traps taken: {b['trap_violations']} of {b['traps']} (counts only)")
-    for key, rows in b["traps_by"].items():
-        out.append(f"  by {key}: " + ", ".join(f"{'/'.join(map(str, r[:-1]))} {r[-1]}" for r in rows))
-    out.append("  by phenomenon/origin/rule family:")
-    out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in b["traps_by_rule"]]
+    out += _by(b["traps_by"])
+    out += ["  by phenomenon/origin/rule family:", *_lines(b["traps_by_rule"])]
     if "kind_confusion" in b:
         out.append("Kind: category/labelled/found (counts only; found is the kind of the finding that speaks for the session)")
-        out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in sorted(b["kind_confusion"], key=lambda r: r[:-1])]
+        out += _lines(sorted(b["kind_confusion"], key=lambda r: r[:-1]))
         out.append("  wrong kinds by labelled/found/origin/learned/rule family of the finding that speaks:")
-        out += [f"    {'/'.join(map(str, r[:-1])):60s} {r[-1]}" for r in b["kind_wrong_by"]]
+        out += _lines(b["kind_wrong_by"])
     return "\n".join(out)

@@ -28,6 +28,13 @@ class Severity(StrEnum):
 SEVERITY_RANK = {Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3}
 
 
+def rule_family(rule: str) -> str:
+    """A rule code's first two words ("med-dose-mismatch" -> "med-dose", "redflag-melena+reread" -> "redflag-melena"):
+    the family the judge's features and the evaluation's breakdown group rules by."""
+    parts = rule.replace("+", "-").replace(":", "-").split("-")
+    return "-".join(parts[:2])
+
+
 class FindingCategory(StrEnum):
     """The record side's categories (as in the evaluation labels)."""
 

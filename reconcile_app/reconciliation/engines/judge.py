@@ -12,8 +12,8 @@ rules, categories, actions and record states of all its memories' verdicts) and 
   current record entry of its own kind, a gap otherwise). Its other discrepancies stay visible as notes, not as
   separate queue items: one turn, one thing for a nurse to check.
 The threshold is chosen on out-of-fold scores (folds by author), counting what the safety floor keeps: the best detection
-within the false-alarm ceiling (0.05 per ordinary session) at no less detection than the rules alone; where no threshold
-beats the rules the filter ships off (threshold above 1).
+within the false-alarm budget (`train_models --max-false`, 0.04 per ordinary session) at no less detection than the rules
+alone; where no threshold beats the rules the filter ships off (threshold above 1).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from reconcile_app.core.linear import LinearModel, load_model
 from reconcile_app.fhir.clinical import ClinicalRecord, State
 from reconcile_app.narrative.types import Assertion, MemoryDraft, MemoryOp, Subject
 from reconcile_app.reconciliation.engines.citing import OWN_TYPES, CitationRanker, add_citations
-from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity
+from reconcile_app.reconciliation.types import DISCREPANCY_KINDS, SEVERITY_RANK, FindingDraft, FindingKind, Severity, rule_family
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "learned" / "judge.json"
 # What a raised turn is, learned from the labelled scenarios (each shipped only where it beat the rules out of fold):
@@ -48,11 +48,6 @@ ADHERENCE_LAPSE = re.compile(_FLOOR_CUES["adherence_lapse"]["pattern"], re.IGNOR
 _YEAR_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
     "eighteen nineteen".split())}
-
-
-def rule_family(rule: str) -> str:
-    parts = rule.replace("+", "-").replace(":", "-").split("-")
-    return "-".join(parts[:2])
 
 
 def finding_dense(memory: MemoryDraft, draft: FindingDraft, record: ClinicalRecord) -> dict[str, float]:
